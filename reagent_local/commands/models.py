@@ -1,0 +1,8 @@
+"""Placeholder: the `models` command is being written."""
+
+import click
+
+
+@click.group(name="models")
+def models() -> None:
+    """(not yet available)"""

@@ -1,0 +1,8 @@
+"""Placeholder: the `search` command is being written."""
+
+import click
+
+
+@click.group(name="search")
+def search() -> None:
+    """(not yet available)"""

@@ -1,0 +1,8 @@
+"""Placeholder: the `trace` command is being written."""
+
+import click
+
+
+@click.group(name="trace")
+def trace() -> None:
+    """(not yet available)"""

@@ -1,0 +1,226 @@
+"""Configuration as frozen dataclasses, with one override order.
+
+defaults < reagent.toml < environment (REAGENT_<SECTION>_<FIELD>) < CLI flags.
+
+The TOML file is ``$REAGENT_CONFIG`` if set, else ``reagent.toml`` in the current
+directory, else ``reagent.toml`` in the home folder. Sections mirror the dataclasses::
+
+    [llm]
+    model = "qwen2.5-coder-0.5b"
+    [retrieval]
+    top_k = 4
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .paths import default_home
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    """Folders for generated files; all default to the home folder."""
+
+    home: Path = field(default_factory=default_home)
+    models_dir: Path | None = None
+    indexes_dir: Path | None = None
+    cache_dir: Path | None = None
+    log_path: Path | None = None
+
+    @property
+    def models(self) -> Path:
+        return Path(self.models_dir) if self.models_dir else Path(self.home) / "models"
+
+    @property
+    def indexes(self) -> Path:
+        return Path(self.indexes_dir) if self.indexes_dir else Path(self.home) / "indexes"
+
+    @property
+    def cache(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else Path(self.home) / ".cache"
+
+    @property
+    def log(self) -> Path:
+        return Path(self.log_path) if self.log_path else Path(self.home) / "reagent-log.duckdb"
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Which GGUF model answers and how llama.cpp runs it."""
+
+    model: str = "qwen2.5-coder-1.5b"  # a registry name or a path to a .gguf file
+    n_ctx: int = 4096
+    n_threads: int | None = None  # None: the machine's physical cores
+    n_gpu_layers: int = -1  # -1: all layers when llama.cpp has a GPU backend
+    chat_format: str | None = None  # None: the GGUF's own chat template (required)
+    seed: int = 0
+    temperature: float = 0.0
+    max_tokens: int = 256
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Which index to search and how."""
+
+    index: str = "enwiki-sample"
+    mode: str = "hybrid"  # dense | sparse | hybrid
+    top_k: int = 5
+    passage_chars: int = 700  # passages are cut to this many characters in prompts
+    rrf_k: int = 60
+    use_kg: bool = True
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The ReAgent loop's switches and per-question budgets."""
+
+    backtracking: str = "both"  # none | local | global | both
+    max_subquestions: int = 4
+    max_retrieval_rounds: int = 3
+    max_backtrack_depth: int = 2
+    max_llm_calls: int = 40
+    max_seconds: float = 600.0
+    max_question_chars: int = 2000
+    role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration."""
+
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+
+
+_SECTIONS = {f.name: f for f in fields(Config)}
+_CHOICES = {
+    ("retrieval", "mode"): {"dense", "sparse", "hybrid"},
+    ("pipeline", "backtracking"): {"none", "local", "global", "both"},
+}
+
+
+def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> Any:
+    """Convert a TOML/env/CLI value to the field's type, or raise ConfigError."""
+    where = f"{section}.{name}"
+    type_name = str(target.type)
+    try:
+        if value is None:
+            out = None
+        elif "Mapping" in type_name:
+            if not isinstance(value, Mapping):
+                raise ValueError("expected a table")
+            out = dict(value)
+        elif "Path" in type_name:
+            out = Path(str(value)).expanduser()
+        elif type_name.startswith("bool"):
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+                    raise ValueError("expected true or false")
+                out = low in {"1", "true", "yes", "on"}
+            else:
+                out = bool(value)
+        elif type_name.startswith("int"):
+            if isinstance(value, str) and value.strip().lower() in {"", "none", "auto"} and "None" in type_name:
+                out = None
+            else:
+                out = int(value)
+        elif type_name.startswith("float"):
+            out = float(value)
+        else:
+            out = None if (isinstance(value, str) and value.lower() == "none" and "None" in type_name) else str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value {value!r} for {where}: {exc}", hint=f"expected {type_name}") from None
+    choices = _CHOICES.get((section, name))
+    if choices is not None and out not in choices:
+        raise ConfigError(f"invalid value {value!r} for {where}", hint=f"choose one of {sorted(choices)}")
+    return out
+
+
+def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:
+    """Return config with updates[section][field] applied; unknown keys are errors."""
+    for section, values in updates.items():
+        if section not in _SECTIONS:
+            raise ConfigError(f"unknown section [{section}] in {origin}", hint=f"known: {sorted(_SECTIONS)}")
+        current = getattr(config, section)
+        known = {f.name: f for f in fields(current)}
+        changes = {}
+        for name, value in values.items():
+            if name not in known:
+                raise ConfigError(f"unknown setting {section}.{name} in {origin}", hint=f"known: {sorted(known)}")
+            changes[name] = _coerce(section, name, known[name], value)
+        config = replace(config, **{section: replace(current, **changes)})
+    return config
+
+
+def find_config_file(env: Mapping[str, str]) -> Path | None:
+    """The reagent.toml to read, if any."""
+    if env.get("REAGENT_CONFIG"):
+        path = Path(env["REAGENT_CONFIG"]).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"REAGENT_CONFIG points at {path}, which does not exist")
+        return path
+    for candidate in (Path.cwd() / "reagent.toml", default_home() / "reagent.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """REAGENT_LLM_MODEL=... -> {"llm": {"model": ...}}; REAGENT_HOME -> paths.home."""
+    out: dict[str, dict[str, str]] = {}
+    if env.get("REAGENT_HOME"):
+        out.setdefault("paths", {})["home"] = env["REAGENT_HOME"]
+    for key, value in env.items():
+        if not key.startswith("REAGENT_") or key in {"REAGENT_HOME", "REAGENT_CONFIG"}:
+            continue
+        rest = key[len("REAGENT_"):].lower()
+        for section in _SECTIONS:
+            if rest.startswith(section + "_"):
+                out.setdefault(section, {})[rest[len(section) + 1:]] = value
+                break
+    return out
+
+
+def load_config(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    toml_path: Path | None = None,
+) -> Config:
+    """Build the configuration: defaults < TOML < environment < ``overrides``.
+
+    ``overrides`` maps dotted names to values (``{"llm.model": "x"}``); None values
+    are ignored so CLI options that were not given do not override anything.
+    """
+    env = os.environ if env is None else env
+    config = Config()
+    path = toml_path or find_config_file(env)
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}", hint="fix the TOML syntax or remove the file") from None
+        config = _apply(config, data, str(path))
+    config = _apply(config, _from_env(env), "the environment")
+    nested: dict[str, dict[str, Any]] = {}
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        section, _, name = dotted.partition(".")
+        nested.setdefault(section, {})[name] = value
+    return _apply(config, nested, "command-line options")

@@ -1,0 +1,1 @@
+"""Corpus reading, passages, embedding, FAISS and BM25 indexes, and hybrid search."""
