@@ -1,0 +1,240 @@
+"""The one llama.cpp wrapper: lazy load, grammar-constrained JSON output, cost accounting.
+
+Every structured call goes through ``LlamaModel.generate_json`` (or the same method of
+``reagent_local.testing.ScriptedLLM`` in tests): it sends chat messages, constrains
+decoding with a grammar made from a pydantic model's JSON schema, validates the output,
+and returns the object together with an ``LLMCall`` record (rendered messages, raw
+text, tokens, seconds) that callers log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError
+
+T = TypeVar("T", bound=BaseModel)
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """What was sent to a model and what came back, with its cost."""
+
+    model_id: str
+    messages: tuple[Message, ...]
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    finish_reason: str
+    schema_name: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for the event log)."""
+        return {
+            "model": self.model_id,
+            "messages": list(self.messages),
+            "raw": self.raw,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 4),
+            "finish_reason": self.finish_reason,
+            "schema": self.schema_name,
+        }
+
+
+@dataclass(frozen=True)
+class JsonResult(Generic[T]):
+    """A validated object and the call that produced it."""
+
+    value: T
+    call: LLMCall
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """The narrow interface every agent uses; ScriptedLLM implements it too."""
+
+    model_id: str
+
+    def generate_json(
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> JsonResult[T]:
+        """Generate one JSON object that validates against ``schema``."""
+        ...
+
+
+def parse_json_output(raw: str, schema: type[T], finish_reason: str) -> T:
+    """Validate raw model output; truncation and invalid JSON raise with the raw text."""
+    if finish_reason == "length":
+        raise LLMTruncatedError(
+            f"output cut at the token limit before the {schema.__name__} object was complete",
+            raw=raw,
+            hint="raise max_tokens, or shorten the fields the schema allows",
+        )
+    try:
+        return schema.model_validate_json(raw)
+    except ValidationError as exc:
+        raise LLMOutputError(f"output does not validate as {schema.__name__}: {exc.errors()[:3]}", raw=raw) from None
+
+
+def read_gguf_magic(path: Path) -> bytes:
+    """First four bytes of a file (b'GGUF' for a GGUF model)."""
+    with open(path, "rb") as handle:
+        return handle.read(4)
+
+
+def physical_threads() -> int:
+    """Threads for llama.cpp: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class LlamaModel:
+    """A GGUF model run in-process by llama.cpp; loaded on first use, one call at a time."""
+
+    path: Path
+    model_id: str = ""
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_gpu_layers: int = -1
+    chat_format: str | None = None
+    seed: int = 0
+    temperature: float = 0.0
+    max_tokens: int = 256
+    _llama: Any = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        if not self.model_id:
+            self.model_id = self.path.name
+
+    # -- loading -----------------------------------------------------------------
+    def load(self) -> Any:
+        """Load the model now (normally done lazily by the first call)."""
+        if self._llama is not None:
+            return self._llama
+        if not self.path.is_file():
+            raise ModelIntegrityError(f"model file {self.path} does not exist", hint="run `reagent models pull NAME` or pass --model PATH")
+        if read_gguf_magic(self.path) != b"GGUF":
+            raise ModelIntegrityError(
+                f"{self.path} is not a GGUF file (bad magic bytes)",
+                hint="pass a llama.cpp .gguf model, or re-pull it with `reagent models pull NAME`",
+            )
+        import llama_cpp  # heavy import, deferred
+
+        gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
+        try:
+            llama = llama_cpp.Llama(
+                model_path=str(self.path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads or physical_threads(),
+                n_gpu_layers=gpu_layers,
+                seed=self.seed,
+                chat_format=self.chat_format,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelIntegrityError(
+                f"llama.cpp could not load {self.path}: {exc}",
+                hint="the file may be corrupt: run `reagent models verify`",
+            ) from None
+        # llama-cpp-python silently falls back to the llama-2 format when the GGUF
+        # has no chat template; refuse instead, unless a format was given.
+        if self.chat_format is None and not llama.metadata.get("tokenizer.chat_template"):
+            llama.close()
+            raise ChatTemplateError(
+                f"{self.path.name} has no chat template in its GGUF metadata",
+                hint="pass a chat format explicitly (config llm.chat_format, e.g. 'chatml')",
+            )
+        self._llama = llama
+        return llama
+
+    def close(self) -> None:
+        """Free the model's memory."""
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+
+    # -- generation --------------------------------------------------------------
+    def chat_raw(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> LLMCall:
+        """One chat completion; grammar-constrained when ``json_schema`` is given."""
+        with self._lock:  # one llama.cpp context is not thread-safe
+            llama = self.load()
+            kwargs: dict[str, Any] = {
+                "messages": list(messages),
+                "max_tokens": max_tokens or self.max_tokens,
+                "temperature": self.temperature if temperature is None else temperature,
+                "seed": self.seed if seed is None else seed,
+            }
+            if json_schema is not None:
+                # This form applies a grammar; {"type": "json_schema", ...} silently does not.
+                kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+            start = time.perf_counter()
+            response = llama.create_chat_completion(**kwargs)
+            seconds = time.perf_counter() - start
+        choice = response["choices"][0]
+        usage = response.get("usage") or {}
+        return LLMCall(
+            model_id=self.model_id,
+            messages=tuple(dict(m) for m in messages),
+            raw=choice["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            seconds=seconds,
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+    def generate_json(
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> JsonResult[T]:
+        """Generate one JSON object constrained by and validated against ``schema``."""
+        call = self.chat_raw(
+            messages,
+            json_schema=schema.model_json_schema(),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+        )
+        call = LLMCall(**{**call.__dict__, "schema_name": schema.__name__})
+        value = parse_json_output(call.raw, schema, call.finish_reason)
+        return JsonResult(value=value, call=call)
+
+
+def dump_messages(messages: Sequence[Message]) -> str:
+    """Messages as compact JSON (what the log stores as the rendered prompt)."""
+    return json.dumps(list(messages), ensure_ascii=False)

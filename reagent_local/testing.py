@@ -1,0 +1,125 @@
+"""Fakes for testing code built on reagent-local, without a model.
+
+``ScriptedLLM`` has the same ``generate_json`` interface as ``LlamaModel``. It answers
+from rules (first matching rule wins) or, failing that, from a queue, records every
+request, and validates what it returns exactly as the real wrapper does, so a script
+that returns an invalid object fails the same way a model would::
+
+    llm = ScriptedLLM(rules=[
+        Rule(schema="Decomposition", contains="Counterparts",
+             respond={"subquestions": ["Which band released Counterparts?"]}),
+    ])
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence, TypeVar
+
+from pydantic import BaseModel
+
+from .errors import LLMOutputError
+from .llm import JsonResult, LLMCall, Message, parse_json_output
+
+T = TypeVar("T", bound=BaseModel)
+Response = dict[str, Any] | BaseModel | str | Callable[[Sequence[Message], type[BaseModel]], Any]
+
+
+@dataclass
+class Rule:
+    """Answer requests whose schema name matches and whose last message contains a text."""
+
+    respond: Response
+    schema: str | None = None  # pydantic model name, e.g. "SubAnswer"
+    contains: str | None = None  # substring of the last message's content
+    times: int | None = None  # how many times the rule may fire (None: always)
+    used: int = 0
+
+    def matches(self, messages: Sequence[Message], schema: type[BaseModel]) -> bool:
+        """True when this rule should answer the request."""
+        if self.times is not None and self.used >= self.times:
+            return False
+        if self.schema is not None and self.schema != schema.__name__:
+            return False
+        if self.contains is not None and self.contains not in (messages[-1].get("content", "") if messages else ""):
+            return False
+        return True
+
+
+@dataclass
+class ScriptedRequest:
+    """One request the fake received."""
+
+    messages: list[Message]
+    schema: str
+    max_tokens: int | None
+
+
+@dataclass
+class ScriptedLLM:
+    """A deterministic stand-in for a model: rules first, then a queue of responses."""
+
+    responses: list[Response] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    model_id: str = "scripted"
+    requests: list[ScriptedRequest] = field(default_factory=list)
+
+    def queue(self, *responses: Response) -> None:
+        """Append responses to the queue."""
+        self.responses.extend(responses)
+
+    def add_rule(self, respond: Response, *, schema: str | None = None, contains: str | None = None,
+                 times: int | None = None) -> Rule:
+        """Add a rule and return it."""
+        rule = Rule(respond=respond, schema=schema, contains=contains, times=times)
+        self.rules.append(rule)
+        return rule
+
+    def _pick(self, messages: Sequence[Message], schema: type[BaseModel]) -> Response:
+        for rule in self.rules:
+            if rule.matches(messages, schema):
+                rule.used += 1
+                return rule.respond
+        if self.responses:
+            return self.responses.pop(0)
+        last = messages[-1].get("content", "")[:300] if messages else ""
+        raise LLMOutputError(f"ScriptedLLM has no response for a {schema.__name__} request", raw=last,
+                             hint="add a rule or queue a response for this request")
+
+    def generate_json(
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> JsonResult[T]:
+        """Return the scripted object for this request, validated against ``schema``."""
+        self.requests.append(ScriptedRequest([dict(m) for m in messages], schema.__name__, max_tokens))
+        response = self._pick(messages, schema)
+        if callable(response) and not isinstance(response, BaseModel):
+            response = response(messages, schema)
+        if isinstance(response, BaseModel):
+            raw = response.model_dump_json()
+        elif isinstance(response, str):
+            raw = response
+        else:
+            raw = json.dumps(response)
+        prompt_tokens = sum(len(m.get("content", "").split()) for m in messages)
+        call = LLMCall(
+            model_id=self.model_id,
+            messages=tuple(dict(m) for m in messages),
+            raw=raw,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(raw.split()),
+            seconds=0.0,
+            finish_reason="stop",
+            schema_name=schema.__name__,
+        )
+        return JsonResult(value=parse_json_output(raw, schema, "stop"), call=call)
+
+    def requests_for(self, schema_name: str) -> list[ScriptedRequest]:
+        """The recorded requests for one schema."""
+        return [r for r in self.requests if r.schema == schema_name]
