@@ -1,0 +1,53 @@
+"""Prompts are data files rendered with strict templating.
+
+A prompt file holds a system part and a user part separated by a line ``---user---``.
+Placeholders are ``$name`` / ``${name}`` (``string.Template``); rendering fails when a
+placeholder has no value or a value has no placeholder, so a renamed field can never
+silently send a prompt with a hole in it. Fixed instructions come first in the system
+part so llama.cpp reuses their KV cache across calls.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from string import Template
+
+from .llm import Message
+
+_SPLIT = "\n---user---\n"
+_PLACEHOLDER = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+@lru_cache(maxsize=None)
+def load_prompt(package: str, name: str) -> tuple[str, str]:
+    """Read ``<package>/prompts/<name>.txt`` and split it into (system, user) templates."""
+    text = resources.files(package).joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    if _SPLIT not in text:
+        raise ValueError(f"prompt {package}/{name}.txt lacks the '---user---' separator line")
+    system, user = text.split(_SPLIT, 1)
+    return system.strip(), user.strip()
+
+
+def placeholders(template: str) -> set[str]:
+    """Names used as placeholders in a template."""
+    return {a or b for a, b in _PLACEHOLDER.findall(template)}
+
+
+def render(template: str, values: dict[str, object]) -> str:
+    """Substitute values strictly: every placeholder filled, every value used."""
+    wanted = placeholders(template)
+    missing = wanted - values.keys()
+    unused = values.keys() - wanted
+    if missing or unused:
+        raise ValueError(f"prompt placeholders missing {sorted(missing)} / unused values {sorted(unused)}")
+    return Template(template).substitute({k: str(v) for k, v in values.items()})
+
+
+def render_messages(package: str, name: str, **values: object) -> list[Message]:
+    """Render a prompt file into chat messages; system values are not allowed (cache reuse)."""
+    system, user = load_prompt(package, name)
+    if placeholders(system):
+        raise ValueError(f"prompt {name}: the system part must be fixed text (it is the cached prefix)")
+    return [{"role": "system", "content": system}, {"role": "user", "content": render(user, values)}]
