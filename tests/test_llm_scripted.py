@@ -1,0 +1,49 @@
+import pytest
+from pydantic import BaseModel, Field
+
+from reagent_local.errors import LLMOutputError, LLMTruncatedError
+from reagent_local.llm import LLM, parse_json_output
+from reagent_local.testing import ScriptedLLM
+
+
+class Span(BaseModel):
+    answer: str = Field(max_length=20)
+
+
+def test_rules_win_over_the_queue_and_requests_are_recorded():
+    llm = ScriptedLLM(responses=[{"answer": "queued"}])
+    llm.add_rule({"answer": "ruled"}, schema="Span", contains="capital")
+    out = llm.generate_json([{"role": "user", "content": "the capital?"}], Span)
+    assert out.value.answer == "ruled"
+    out = llm.generate_json([{"role": "user", "content": "other"}], Span)
+    assert out.value.answer == "queued"
+    assert [r.messages[-1]["content"] for r in llm.requests] == ["the capital?", "other"]
+    assert isinstance(llm, LLM)
+
+
+def test_rule_with_times_stops_firing():
+    llm = ScriptedLLM()
+    llm.add_rule({"answer": "once"}, times=1)
+    llm.add_rule({"answer": "after"})
+    answers = [llm.generate_json([{"role": "user", "content": "q"}], Span).value.answer for _ in range(3)]
+    assert answers == ["once", "after", "after"]
+
+
+def test_invalid_scripted_output_fails_like_a_model():
+    llm = ScriptedLLM(responses=[{"answer": "x" * 50}])
+    with pytest.raises(LLMOutputError) as err:
+        llm.generate_json([{"role": "user", "content": "q"}], Span)
+    assert "x" * 20 in err.value.raw
+
+
+def test_empty_script_says_what_to_do():
+    with pytest.raises(LLMOutputError, match="add a rule"):
+        ScriptedLLM().generate_json([{"role": "user", "content": "q"}], Span)
+
+
+def test_parse_json_output_distinguishes_truncation():
+    with pytest.raises(LLMTruncatedError):
+        parse_json_output('{"answer": "Par', Span, "length")
+    with pytest.raises(LLMOutputError):
+        parse_json_output("not json", Span, "stop")
+    assert parse_json_output('{"answer": "Paris"}', Span, "stop").answer == "Paris"
