@@ -83,3 +83,7 @@ class QuestionError(ReagentError):
 
 class BudgetExceededError(ReagentError):
     """A per-question budget (LLM calls, seconds) ran out."""
+
+
+class BenchRunError(ReagentError):
+    """A benchmark run cannot start or resume (bad sample size, mismatched run folder, ...)."""

@@ -1,8 +1,57 @@
-"""Placeholder: the `bench` command is being written."""
+"""`reagent bench`: run benchmark methods on a dataset file, and re-render a run's report."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import click
+
+from ..bench import DEFAULT_METHODS, METHODS, run_benchmark, write_report
+from ..datasets import DATASETS
+from .common import config_from, info
 
 
 @click.group(name="bench")
 def bench() -> None:
-    """(not yet available)"""
+    """Benchmarks: HotpotQA, 2WikiMultiHopQA and MuSiQue in the open-corpus setting."""
+
+
+def _split_methods(values: tuple[str, ...]) -> list[str]:
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    return names or list(DEFAULT_METHODS)
+
+
+@bench.command(name="run")
+@click.option("--dataset", type=click.Choice(DATASETS), required=True, help="Which benchmark the file belongs to.")
+@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="The official dev file (or a sample of it).")
+@click.option("--n", type=int, default=None, help="Questions to draw (default: all, in file order).")
+@click.option("--seed", type=int, default=13, show_default=True,
+              help="Sampling seed: random.Random(seed).sample(questions, n).")
+@click.option("--methods", multiple=True, metavar="A,B,...",
+              help=f"Methods to compare (default: {','.join(DEFAULT_METHODS)}; known: {','.join(METHODS)}).")
+@click.option("--model", default=None, help="Model name from `reagent models list`, or a .gguf path.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run folder (default: <home>/bench-runs/<dataset>-<model>-n<N>-seed<S>).")
+@click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
+def run_cmd(dataset: str, file: Path, n: int | None, seed: int, methods: tuple[str, ...], model: str | None,
+            out: Path | None, resume: bool) -> None:
+    """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png."""
+    from rich.console import Console
+
+    config = config_from(llm__model=model)
+    outcome = run_benchmark(dataset, file, config=config, n=n, seed=seed, methods=_split_methods(methods),
+                            out=out, resume=resume, console=Console(stderr=True))
+    if outcome.dropped_torn_line:
+        info("dropped a partly written last record (the run was killed while writing it); it was redone")
+    info(f"{outcome.new_records} new records, {outcome.resumed_records} kept from before")
+    click.echo((outcome.folder / "results.md").read_text(encoding="utf-8"))
+    click.echo(f"run folder: {outcome.folder}")
+
+
+@bench.command(name="report")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def report_cmd(folder: Path) -> None:
+    """Re-render summary.json, results.md and chart.png of a run folder from its records."""
+    write_report(folder)
+    click.echo((folder / "results.md").read_text(encoding="utf-8"))

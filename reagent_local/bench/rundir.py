@@ -1,0 +1,157 @@
+"""The run folder's ``config.json``: what a run was asked to do, and the resume check.
+
+A resumed run must match the folder in everything that changes the answers (the
+dataset file's content, seed, n, model, retrieval settings); the method list may
+grow, so methods can be added to a finished run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..config import Config
+from ..errors import BenchRunError
+
+CONFIG_FILE = "config.json"
+FORMAT_VERSION = 1
+# Settings that must be equal to resume a run (dotted paths into config.json).
+MUST_MATCH = (
+    "dataset",
+    "file_sha256",
+    "seed",
+    "n",
+    "model.id",
+    "model.sha256",
+    "config.retrieval.mode",
+    "config.retrieval.top_k",
+    "config.retrieval.passage_chars",
+)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def config_dict(config: Config) -> dict[str, Any]:
+    """The full configuration as JSON-ready data."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    return plain(dataclasses.asdict(config))
+
+
+def run_config(
+    *,
+    dataset: str,
+    file: Path,
+    seed: int,
+    n: int | None,
+    methods: Sequence[str],
+    model: dict[str, Any],
+    config: Config,
+    index: str | None,
+    question_ids: Sequence[str],
+) -> dict[str, Any]:
+    """The content of config.json for a new run."""
+    return {
+        "format": FORMAT_VERSION,
+        "dataset": dataset,
+        "file": str(Path(file).resolve()),
+        "file_sha256": file_sha256(file),
+        "seed": seed,
+        "n": n,
+        "sampling": "random.Random(seed).sample(questions_in_file_order, n); all in file order when n is null",
+        "methods": list(methods),
+        "model": model,
+        "index": index,
+        "config": config_dict(config),
+        "question_ids": list(question_ids),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)  # type: ignore[assignment]
+    return data
+
+
+def mismatches(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable differences in the settings that must match to resume."""
+    return [
+        f"{key}: folder has {_get(old, key)!r}, now {_get(new, key)!r}"
+        for key in MUST_MATCH
+        if _get(old, key) != _get(new, key)
+    ]
+
+
+def read_run_config(folder: Path) -> dict[str, Any]:
+    """Load a run folder's config.json, with a clear error when it is missing or broken."""
+    path = Path(folder) / CONFIG_FILE
+    if not path.is_file():
+        raise BenchRunError(f"{folder} is not a benchmark run folder (no {CONFIG_FILE})", hint="pass the --out folder of a `reagent bench run`")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BenchRunError(f"{path} is not valid JSON ({exc})", hint="restore it, or start a new run folder") from None
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temporary file, fsync, rename)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def prepare_folder(folder: Path, new: dict[str, Any], *, resume: bool) -> dict[str, Any]:
+    """Create the run folder, or check it for a resume; returns the config now in force."""
+    folder = Path(folder)
+    path = folder / CONFIG_FILE
+    if path.exists():
+        if not resume:
+            raise BenchRunError(
+                f"{folder} already holds a benchmark run",
+                hint="pass --resume to continue it, or --out with a new folder",
+            )
+        old = read_run_config(folder)
+        diffs = mismatches(old, new)
+        if diffs:
+            raise BenchRunError(
+                f"cannot resume {folder}: it was run with different settings ({'; '.join(diffs)})",
+                hint="resume with the original settings, or pass --out with a new folder",
+            )
+        merged = dict(old)
+        merged["methods"] = list(dict.fromkeys([*old.get("methods", []), *new["methods"]]))
+        merged["file"] = new["file"]  # the same content may have moved
+        write_json(path, merged)
+        return merged
+    if folder.exists() and any(folder.iterdir()):
+        raise BenchRunError(f"{folder} exists and is not empty", hint="pass --out with a new or empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(path, new)
+    return new

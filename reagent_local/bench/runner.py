@@ -1,0 +1,214 @@
+"""Run methods over a sample of benchmark questions into a resumable run folder.
+
+Questions are taken in sample order and each goes through every method before the
+next question starts, so an interrupted run has compared all methods on the same
+questions. Each finished (method, question) is appended to ``records.jsonl`` at once;
+``resume=True`` skips the pairs already there.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..config import Config
+from ..datasets import Question, load_questions
+from ..errors import BudgetExceededError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
+from ..llm import LLM, LlamaModel
+from .methods import Method, MethodContext, MethodResult, Retriever, error_text
+from .metrics import best_em_f1, support_scores
+from .records import RECORDS_FILE, RecordStore
+from .registry import DEFAULT_METHODS, build_method, check_methods
+from .report import write_report
+from .rundir import prepare_folder, run_config
+from .sampling import sample_questions
+
+EVENTS_FILE = "events.duckdb"
+NO_RETRIEVAL = frozenset({"closed-book"})
+
+
+@dataclass
+class RunOutcome:
+    """What a run did: where it wrote, how many records it added, and the summary."""
+
+    folder: Path
+    summary: dict[str, Any]
+    new_records: int
+    resumed_records: int
+    dropped_torn_line: bool
+
+
+def gold_support(question: Question) -> list[tuple[str, str | None]]:
+    """Gold paragraphs to score citations against: title and text for MuSiQue, title otherwise."""
+    if question.dataset == "musique":  # MuSiQue marks supporting paragraphs, several per title
+        return [(p.title, p.text) for p in question.supporting]
+    return [(title, None) for title in question.supporting_titles]
+
+
+def make_record(method: str, question: Question, result: MethodResult, seconds: float) -> dict[str, Any]:
+    """One line of records.jsonl."""
+    em, f1 = best_em_f1(result.prediction, question.answers)
+    precision, recall = support_scores(((p.title, p.text) for p in result.cited), gold_support(question))
+    return {
+        "method": method,
+        "id": question.id,
+        "dataset": question.dataset,
+        "type": question.type,
+        "question": question.question,
+        "prediction": result.prediction,
+        "answers": list(question.answers),
+        "em": em,
+        "f1": round(f1, 6),
+        "cited": [{"id": p.id, "title": p.title} for p in result.cited],
+        "support_precision": precision,
+        "support_recall": recall,
+        "llm_calls": result.llm_calls,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "seconds": round(seconds, 3),
+        "backtracks": dict(result.backtracks),
+        "run_id": result.run_id,
+        "uncertain": result.uncertain,
+        "error": result.error,
+    }
+
+
+def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
+    """The configured GGUF model (loaded lazily on its first call) and its identity."""
+    from ..models import find_known, resolve_model, sha256_of
+
+    path, model_id = resolve_model(config.llm.model, config.paths.models)
+    try:
+        sha = find_known(model_id).sha256  # verified when it was pulled
+    except ModelNotFoundError:
+        sha = sha256_of(path)
+    s = config.llm
+    llm = LlamaModel(path=path, model_id=model_id, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.n_gpu_layers,
+                     chat_format=s.chat_format, seed=s.seed, temperature=s.temperature, max_tokens=s.max_tokens)
+    return llm, {"id": model_id, "path": str(path), "sha256": sha}
+
+
+def benchmark_index(dataset: str, file: Path, config: Config) -> Callable[[], Retriever]:
+    """A function that opens the file's open-corpus index, building it first if needed."""
+
+    def open_index() -> Retriever:
+        from ..retrieval import Index, benchmark_index_name, build_index
+
+        name = benchmark_index_name(file)
+        try:
+            return Index.open(name, config)
+        except IndexNotFoundError:
+            build_index(file, name, config, fmt=dataset, kg=False)
+            return Index.open(name, config)
+
+    return open_index
+
+
+def default_out(config: Config, dataset: str, model_id: str, n: int | None, seed: int) -> Path:
+    """``<home>/bench-runs/<dataset>-<model>-n<N>-seed<S>``: the same settings find the same folder."""
+    slug = re.sub(r"[^\w.-]+", "-", model_id).strip("-")
+    return Path(config.paths.home) / "bench-runs" / f"{dataset}-{slug}-n{n if n is not None else 'all'}-seed{seed}"
+
+
+class _Scores:
+    """Running EM/F1 per method for the progress display."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, list[float]] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        total = self.totals.setdefault(record["method"], [0, 0.0, 0.0])
+        total[0] += 1
+        total[1] += record["em"]
+        total[2] += record["f1"]
+
+    def text(self, method: str) -> str:
+        n, em, f1 = self.totals.get(method, [0, 0.0, 0.0])
+        return f"EM {em / n:.3f}  F1 {f1 / n:.3f}" if n else "EM -      F1 -"
+
+
+def _progress(console: Any) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description:<15}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[score]}"), TimeElapsedColumn(), console=console)
+
+
+def run_benchmark(
+    dataset: str,
+    file: Path,
+    *,
+    config: Config,
+    n: int | None = None,
+    seed: int = 13,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    out: Path | None = None,
+    resume: bool = False,
+    llm: LLM | None = None,
+    retriever: Retriever | None = None,
+    console: Any = None,
+) -> RunOutcome:
+    """Answer ``n`` questions drawn with ``seed`` by each method; write records, summary, table and chart.
+
+    ``llm`` and ``retriever`` default to the configured model and the file's
+    open-corpus index (built on first need); pass fakes to drive the runner in tests.
+    ``console`` (a rich Console) turns on the progress bars.
+    """
+    methods = check_methods(list(methods))
+    file = Path(file)
+    sample = sample_questions(load_questions(file, dataset), n, seed)
+    if llm is None:
+        llm, model = load_model(config)
+    else:
+        model = {"id": llm.model_id, "path": None, "sha256": None}
+    index_name = getattr(retriever, "name", None) if retriever is not None else None
+    if retriever is None and set(methods) - NO_RETRIEVAL:
+        from ..retrieval import benchmark_index_name
+
+        index_name = benchmark_index_name(file)
+    out = Path(out) if out is not None else default_out(config, dataset, model["id"], n, seed)
+    fresh = run_config(dataset=dataset, file=file, seed=seed, n=n, methods=methods, model=model,
+                       config=config, index=index_name, question_ids=[q.id for q in sample])
+    prepare_folder(out, fresh, resume=resume)
+    ctx = MethodContext(config, llm, retriever=retriever,
+                        open_retriever=benchmark_index(dataset, file, config), log_path=out / EVENTS_FILE)
+    built: dict[str, Method] = {}
+    scores = _Scores()
+    store = RecordStore(out / RECORDS_FILE)
+    resumed = len(store.records)
+    for record in store.records:
+        scores.add(record)
+    progress = _progress(console) if console is not None else None
+    try:
+        tasks = {}
+        if progress is not None:
+            progress.start()
+            for m in methods:
+                done = sum(1 for q in sample if (m, q.id) in store.done)
+                tasks[m] = progress.add_task(m, total=len(sample), completed=done, score=scores.text(m))
+        for question in sample:
+            for name in methods:
+                if (name, question.id) in store.done:
+                    continue
+                if name not in built:
+                    built[name] = build_method(name, ctx)
+                start = time.perf_counter()
+                try:
+                    result = built[name].answer(question.question)
+                except (LLMOutputError, BudgetExceededError) as exc:  # a user method that did not catch its own
+                    result = MethodResult(prediction="", error=error_text(exc))
+                record = make_record(name, question, result, time.perf_counter() - start)
+                store.append(record)
+                scores.add(record)
+                if progress is not None:
+                    progress.update(tasks[name], advance=1, score=scores.text(name))
+    finally:
+        if progress is not None:
+            progress.stop()
+        store.close()
+        ctx.close()
+    summary = write_report(out)
+    return RunOutcome(out, summary, len(store.records) - resumed, resumed, store.dropped_torn_line)
