@@ -1,0 +1,84 @@
+"""Passages: the unit that is embedded, indexed and handed to the agents.
+
+A passage id is ``f"{title}#{n}"`` where n is the passage's position in its
+document (0 for the first). The knowledge graph cites infobox facts as
+``f"{title}#0"``, so the first passage of a page must keep n = 0.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TARGET_WORDS = 100
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A titled piece of text with a stable id."""
+
+    id: str
+    title: str
+    text: str
+
+
+def passage_id(title: str, n: int) -> str:
+    """The id of the n-th passage of the document titled ``title``."""
+    return f"{title}#{n}"
+
+
+def index_text(title: str, text: str) -> str:
+    """What is embedded and BM25-tokenised for a passage: its title, then its text."""
+    return f"{title}\n{text}" if title else text
+
+
+def _units(text: str) -> list[tuple[str, str]]:
+    """Sentences with the separator that follows them ("\n" after a line's last one)."""
+    units: list[tuple[str, str]] = []
+    for line in text.split("\n"):
+        parts = [part.strip() for part in _SENTENCE_END.split(line.strip()) if part.strip()]
+        units.extend((part, "\n" if i == len(parts) - 1 else " ") for i, part in enumerate(parts))
+    return units
+
+
+def _join(units: list[tuple[str, str]]) -> str:
+    return "".join(text + sep for text, sep in units).strip()
+
+
+def split_passages(text: str, target_words: int = TARGET_WORDS) -> list[str]:
+    """Split text into passages of about ``target_words`` words, at sentence ends.
+
+    Sentences are packed greedily; a passage is closed when the next sentence would
+    take it past the target and it already holds half the target. A sentence longer
+    than 1.5 x target is cut into target-sized pieces; a short tail is merged into
+    the passage before it when that stays under 1.5 x target. Line breaks (between
+    paragraphs, after headings) are kept.
+    """
+    if target_words < 1:
+        raise ValueError("target_words must be at least 1")
+    limit = int(target_words * 1.5)
+    pieces: list[tuple[str, str, int]] = []  # (text, separator after it, word count)
+    for unit, sep in _units(text):
+        words = unit.split()
+        if len(words) > limit:
+            chunks = [words[i:i + target_words] for i in range(0, len(words), target_words)]
+            pieces.extend((" ".join(c), sep if j == len(chunks) - 1 else " ", len(c)) for j, c in enumerate(chunks))
+        else:
+            pieces.append((unit, sep, len(words)))
+    passages: list[tuple[list[tuple[str, str]], int]] = []
+    current: list[tuple[str, str]] = []
+    count = 0
+    for unit, sep, n in pieces:
+        if current and count + n > target_words and count >= target_words // 2:
+            passages.append((current, count))
+            current, count = [], 0
+        current.append((unit, sep))
+        count += n
+    if current:
+        if passages and count < target_words // 4 and passages[-1][1] + count <= limit:
+            passages[-1] = (passages[-1][0] + current, passages[-1][1] + count)
+        else:
+            passages.append((current, count))
+    return [_join(units) for units, _ in passages]
