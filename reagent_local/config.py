@@ -75,6 +75,7 @@ class RetrievalConfig:
     """Which index to search and how."""
 
     index: str = "enwiki-sample"
+    embedder: str = "all-MiniLM-L6-v2"  # the packaged model, or a local SentenceTransformer folder
     mode: str = "hybrid"  # dense | sparse | hybrid
     top_k: int = 5
     passage_chars: int = 700  # passages are cut to this many characters in prompts
