@@ -1,0 +1,83 @@
+"""Answer-Assembler (A_A): composes the final answer and finds cross-step contradictions.
+
+Two kinds of contradiction between sub-questions are escalated to the Supervisor:
+verified statements whose values cannot both hold (the core's rules), and a bridge
+that does not hold: step j was asked about answer #k, yet none of step j's evidence
+mentions that answer, so #k or step j's answer is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..conflicts import ConflictChecker
+from ..knowledge import Statement
+from ..prompts import render_messages
+from . import PROMPTS, Caller
+from .evidence import answer_type_problem, grounded_in, is_yes_no_question, normalize
+from .schemas import FinalAnswer
+
+AGENT = "assembler"
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """Statements that cannot all stand, with the reason, sent to the Supervisor."""
+
+    statements: tuple[Statement, ...]
+    reason: str
+    kind: str  # "value" | "bridge"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What the assembler knows of one answered sub-question."""
+
+    index: int
+    question: str  # with earlier answers substituted
+    answer: str
+    statement: Statement | None
+    evidence_texts: tuple[str, ...]
+    depends_on: tuple[int, ...]
+
+
+class AnswerAssembler:
+    """Final answer from verified partial answers; escalates what does not fit together."""
+
+    def __init__(self, call: Caller, checker: ConflictChecker) -> None:
+        self.call = call
+        self.checker = checker
+
+    def contradictions(self, steps: Sequence[StepResult]) -> list[Escalation]:
+        """Cross-step value conflicts (rules only) and broken bridges."""
+        found: list[Escalation] = []
+        structured = [s.statement for s in steps if s.statement is not None and s.statement.structured]
+        for a, b, verdict in self.checker.find_conflicting_pairs(structured):
+            if a.subquestion != b.subquestion:
+                found.append(Escalation((a, b), verdict.reason, "value"))
+        by_index = {s.index: s for s in steps}
+        for step in steps:
+            for k in step.depends_on:
+                earlier = by_index.get(k)
+                if earlier is None or earlier.statement is None or step.statement is None:
+                    continue
+                if normalize(earlier.answer) in {"yes", "no"} or not step.evidence_texts:
+                    continue
+                if not grounded_in(earlier.answer, step.evidence_texts):
+                    reason = (f"step {step.index + 1} asks about {earlier.answer!r} (answer {k + 1}) "
+                              f"but none of its passages mention it")
+                    found.append(Escalation((earlier.statement, step.statement), reason, "bridge"))
+        return found
+
+    def assemble(self, question: str, steps: Sequence[StepResult]) -> str:
+        """The final short answer; a single step's answer is used as it is."""
+        if len(steps) == 1 and not is_yes_no_question(question):
+            return steps[0].answer
+        facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
+        messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
+        answer = " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())
+        if is_yes_no_question(question) and answer_type_problem(question, answer):
+            # a yes/no question answered with a span: keep the model's words but flag them
+            return answer
+        return answer

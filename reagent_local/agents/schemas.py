@@ -1,0 +1,50 @@
+"""The JSON objects agents ask the model for; every field is bounded for the grammar.
+
+``maxLength`` on spans and ``maxItems`` on lists keep a small model from rambling and
+keep each call's token cost predictable.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+Relation = Literal[
+    "capital", "largest_city", "birth_date", "birth_place", "death_date", "death_place",
+    "population", "country", "director", "author", "founded", "located_in", "spouse",
+    "release_date", "nationality", "other",
+]
+
+
+class Decomposition(BaseModel):
+    """Question-Decomposer output: ordered sub-questions; '#1' refers to answer 1."""
+
+    subquestions: list[Annotated[str, Field(min_length=3, max_length=160)]] = Field(min_length=1, max_length=4)
+
+
+class SubAnswer(BaseModel):
+    """Verifier output for one sub-question, answered from numbered passages."""
+
+    answer: str = Field(max_length=80)
+    passages: list[int] = Field(default_factory=list, max_length=3)
+    subject: str = Field(default="", max_length=80)
+    relation: Relation = "other"
+
+
+class Reformulation(BaseModel):
+    """Retriever output on a local backtrack: a new search query."""
+
+    query: str = Field(max_length=160)
+
+
+class ConflictJudgement(BaseModel):
+    """Verifier's LLM judge for two free-text statements."""
+
+    contradict: bool
+
+
+class FinalAnswer(BaseModel):
+    """Answer-Assembler output: the short final answer."""
+
+    answer: str = Field(max_length=80)

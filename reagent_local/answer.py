@@ -1,0 +1,64 @@
+"""What `ask` returns: the answer, its sub-questions, the passages and the run's cost."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PassageRef:
+    """A passage cited as evidence."""
+
+    id: str
+    title: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class SubQuestionResult:
+    """One answered sub-question."""
+
+    question: str
+    answer: str
+    passages: tuple[PassageRef, ...]
+    uncertain: bool = False
+    facts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The final answer with everything needed to judge it."""
+
+    question: str
+    answer: str
+    run_id: str
+    subquestions: tuple[SubQuestionResult, ...]
+    passages: tuple[PassageRef, ...]
+    backtracks: dict[str, int]
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    llm_seconds: float
+    uncertain: bool
+    uncertain_reason: str = ""
+    challenges: int = 0
+    judge_calls: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the `reagent ask --json` output)."""
+        data = asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        data["llm_seconds"] = round(self.llm_seconds, 3)
+        for sub in data["subquestions"]:
+            sub["passages"] = [{"id": p["id"], "title": p["title"]} for p in sub["passages"]]
+        data["passages"] = [{"id": p["id"], "title": p["title"]} for p in data["passages"]]
+        return data
+
+    def account_line(self) -> str:
+        """One line: calls, tokens, seconds, backtracks, run id."""
+        return (f"{self.llm_calls} LLM calls, {self.prompt_tokens}+{self.completion_tokens} tokens, "
+                f"{self.seconds:.1f} s, backtracks: {self.backtracks.get('local', 0)} local / "
+                f"{self.backtracks.get('global', 0)} global, run {self.run_id}")
