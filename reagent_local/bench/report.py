@@ -93,6 +93,11 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return text[1:] if digits == 3 and text.startswith("0.") else text
 
 
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|") or '""'
+
+
 def markdown_table(summary: dict[str, Any]) -> str:
     """results.md: the method table, how it was run, and where backtracking changed answers."""
     lines = [
@@ -110,7 +115,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
     hours = summary["seconds_total"] / 3600
     lines += [
         "",
-        f"Total model time: {summary['seconds_total']:.0f} s ({hours:.2f} h). File: `{summary['file']}`.",
+        f"Total run time (sum of per-question seconds): {summary['seconds_total']:.0f} s ({hours:.2f} h). "
+        f"File: `{summary['file']}`.",
         "Support P/R: the cited passages against the gold supporting paragraphs (RAG and IRCoT cite every passage they read;",
         "closed-book cites none). EM/F1: the official HotpotQA normalisation, best over aliases.",
     ]
@@ -119,7 +125,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
         if changes:
             lines += ["| question id | gold | reagent-none | " + other + " | F1 change |", "|---|---|---|---|---|"]
             lines += [
-                f"| {c['id']} | {c['gold']} | {c['reagent-none']} | {c[other]} | {c['f1_change']:+.3f} |" for c in changes
+                f"| {c['id']} | {_cell(c['gold'])} | {_cell(c['reagent-none'])} | {_cell(c[other])} | {c['f1_change']:+.3f} |"
+                for c in changes
             ]
     return "\n".join(lines) + "\n"
 
@@ -136,7 +143,8 @@ def render_chart(summary: dict[str, Any], path: Path) -> None:
     secs = [summary["methods"][m]["seconds_per_question"] or 0.0 for m in names]
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(6.0, 1.3 * len(names) + 3), 3.8))
     left.bar(names, f1, color="#4C72B0")
-    left.set_ylim(0, 1)
+    left.set_ylim(0, 1.1)
+    right.margins(y=0.12)
     left.set_title("F1")
     right.bar(names, secs, color="#DD8452")
     right.set_title("seconds / question")

@@ -1,0 +1,167 @@
+"""The benchmark methods on a scripted model and an in-memory retriever."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+
+import pytest
+
+from reagent_local.bench.fakes import KeywordRetriever
+from reagent_local.bench.methods import MethodContext, MethodResult
+from reagent_local.bench.registry import METHODS, build_method, check_methods, register_method
+from reagent_local.config import load_config
+from reagent_local.errors import BenchRunError, LLMOutputError
+from reagent_local.retrieval.passages import Passage
+from reagent_local.testing import Rule, ScriptedLLM
+
+PARAGRAPHS = [
+    ("Moving Pictures", "Moving Pictures is the eighth studio album by the Canadian rock band Rush."),
+    ("Neil Peart", "Neil Peart was the drummer and lyricist of Rush. " + "He wrote many songs. " * 60),
+    ("Toto", "Toto is an American rock band formed in 1977 in Los Angeles."),
+    ("Rush (band)", "Rush was a Canadian rock band formed in Toronto in 1968."),
+]
+QUESTION = "Which band released Moving Pictures and had the drummer Neil Peart?"
+
+
+def make_ctx(llm: ScriptedLLM, top_k: int = 2, rounds: int = 3) -> MethodContext:
+    config = load_config({"retrieval.top_k": top_k, "retrieval.passage_chars": 120,
+                          "pipeline.max_retrieval_rounds": rounds}, env={})
+    return MethodContext(config, llm, retriever=KeywordRetriever(PARAGRAPHS))
+
+
+def test_closed_book_sends_no_passages() -> None:
+    llm = ScriptedLLM(rules=[Rule({"answer": " Rush "}, schema="SpanAnswer")])
+    result = build_method("closed-book", make_ctx(llm)).answer(QUESTION)
+    assert result.prediction == "Rush"
+    assert result.cited == [] and result.llm_calls == 1
+    assert result.prompt_tokens > 0
+    sent = llm.requests[0].messages[-1]["content"]
+    assert QUESTION in sent and "Passages" not in sent
+
+
+def test_rag_cites_top_k_and_cuts_passages() -> None:
+    llm = ScriptedLLM(rules=[Rule({"answer": "Rush"}, schema="SpanAnswer", contains="Moving Pictures is")])
+    ctx = make_ctx(llm, top_k=2)
+    result = build_method("rag", ctx).answer(QUESTION)
+    assert result.prediction == "Rush"
+    assert [p.title for p in result.cited] == ["Moving Pictures", "Neil Peart"]
+    sent = llm.requests[0].messages[-1]["content"]
+    assert "[1] Moving Pictures:" in sent and "[2] Neil Peart:" in sent and "[3]" not in sent
+    # the long Neil Peart paragraph is cut to passage_chars (120) characters
+    peart_line = next(line for line in sent.splitlines() if line.startswith("[2]"))
+    assert len(peart_line) == len("[2] Neil Peart: ") + 120
+
+
+def test_model_output_error_becomes_an_error_result() -> None:
+    llm = ScriptedLLM(rules=[Rule({"answer": "x" * 200}, schema="SpanAnswer")])  # over max_length
+    result = build_method("rag", make_ctx(llm)).answer(QUESTION)
+    assert result.prediction == ""
+    assert result.error.startswith("LLMOutputError")
+    assert result.llm_calls == 1 and len(result.cited) == 2
+
+
+def test_ircot_retrieves_with_its_thought_until_it_answers() -> None:
+    llm = ScriptedLLM(rules=[
+        Rule({"thought": "Rush was formed in Toronto.", "answer": "Rush"}, schema="ReasoningStep", contains="1. "),
+        Rule({"thought": "Which band was formed in Toronto in 1968?", "answer": ""}, schema="ReasoningStep"),
+    ])
+    ctx = make_ctx(llm, top_k=2)
+    result = build_method("ircot", ctx).answer(QUESTION)
+    assert result.prediction == "Rush" and result.llm_calls == 2
+    assert ctx.retriever.queries == [QUESTION, "Which band was formed in Toronto in 1968?"]
+    titles = [p.title for p in result.cited]
+    assert titles[:2] == ["Moving Pictures", "Neil Peart"] and "Rush (band)" in titles[2:]
+    first, second = (r.messages[-1]["content"] for r in llm.requests)
+    # new passages are appended after the old ones: the second prompt extends the first's passage block
+    block = first.split("\n\nSteps so far:")[0]
+    assert second.startswith(block)
+    assert "1. Which band was formed in Toronto in 1968?" in second
+
+
+def test_ircot_last_turn_must_answer() -> None:
+    llm = ScriptedLLM(rules=[
+        Rule({"thought": "Need more.", "answer": ""}, schema="ReasoningStep"),
+        Rule({"thought": "Best guess.", "answer": "Rush"}, schema="FinalStep"),
+    ])
+    result = build_method("ircot", make_ctx(llm, rounds=2)).answer(QUESTION)
+    assert result.prediction == "Rush"
+    assert [r.schema for r in llm.requests] == ["ReasoningStep", "FinalStep"]
+    assert "last step" in llm.requests[-1].messages[-1]["content"]
+
+
+@dataclass
+class FakeAnswer:
+    answer: str
+    run_id: str
+    uncertain: bool
+    passages: list
+    backtracks: dict
+    llm_calls: int = 7
+    prompt_tokens: int = 900
+    completion_tokens: int = 60
+    seconds: float = 1.5
+    subquestions: list = field(default_factory=list)
+
+
+class FakePipeline:
+    made: list = []
+
+    def __init__(self, config, *, llm, retriever, log) -> None:
+        self.config, self.llm, self.retriever, self.log = config, llm, retriever, log
+        FakePipeline.made.append(self)
+
+    def ask(self, question: str) -> FakeAnswer:
+        if "fail" in question:
+            raise LLMOutputError("bad", raw="{")
+        return FakeAnswer(" Rush ", "run-1", False, [Passage("Rush (band)#0", "Rush (band)", "Rush was ...")], {"local": 2})
+
+
+@pytest.fixture
+def fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> type[FakePipeline]:
+    FakePipeline.made = []
+    monkeypatch.setitem(sys.modules, "reagent_local.pipeline", types.SimpleNamespace(Pipeline=FakePipeline))
+    monkeypatch.setitem(sys.modules, "reagent_local.log", types.SimpleNamespace(EventLog=lambda path: ("log", path)))
+    return FakePipeline
+
+
+def test_reagent_adapter_maps_the_answer(fake_pipeline: type[FakePipeline], tmp_path) -> None:
+    ctx = make_ctx(ScriptedLLM())
+    ctx.log_path = tmp_path / "events.duckdb"
+    local = build_method("reagent-local", ctx)
+    both = build_method("reagent-both", ctx)
+    assert [p.config.pipeline.backtracking for p in fake_pipeline.made] == ["local", "both"]
+    assert fake_pipeline.made[0].log is fake_pipeline.made[1].log  # one event log per run
+    assert fake_pipeline.made[0].log == ("log", tmp_path / "events.duckdb")
+    result = local.answer("Which band?")
+    assert result.prediction == "Rush" and result.run_id == "run-1" and result.uncertain is False
+    assert result.backtracks == {"local": 2, "global": 0}
+    assert (result.llm_calls, result.prompt_tokens, result.completion_tokens) == (7, 900, 60)
+    assert [p.title for p in result.cited] == ["Rush (band)"]
+    failed = both.answer("this will fail")
+    assert failed.prediction == "" and failed.error.startswith("LLMOutputError")
+
+
+def test_registry_add_and_check() -> None:
+    class Echo:
+        name = "echo"
+
+        def __init__(self, ctx: MethodContext) -> None:
+            pass
+
+        def answer(self, question: str) -> MethodResult:
+            return MethodResult(prediction=question)
+
+    register_method("echo-test", Echo)
+    try:
+        with pytest.raises(ValueError):
+            register_method("echo-test", Echo)
+        method = build_method("echo-test", make_ctx(ScriptedLLM()))
+        assert method.name == "echo-test" and method.answer("hi").prediction == "hi"
+        assert check_methods(["rag", "echo-test", "rag"]) == ["rag", "echo-test"]
+    finally:
+        METHODS.pop("echo-test")
+    with pytest.raises(BenchRunError) as info:
+        check_methods(["rag", "nope"])
+    assert "nope" in str(info.value) and "ircot" in str(info.value)

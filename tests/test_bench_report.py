@@ -1,0 +1,103 @@
+"""Report rendering from a run folder's records, and the `reagent bench` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reagent_local.bench.report import write_report
+from reagent_local.cli import main
+from reagent_local.errors import BenchRunError
+
+
+def rec(method: str, qid: str, prediction: str, em: float, f1: float, **extra) -> dict:
+    base = {
+        "method": method, "id": qid, "dataset": "hotpotqa", "type": "bridge", "question": f"Question {qid}?",
+        "prediction": prediction, "answers": [f"gold {qid}"], "em": em, "f1": f1, "cited": [],
+        "support_precision": None, "support_recall": 0.0, "llm_calls": 1, "prompt_tokens": 100,
+        "completion_tokens": 10, "seconds": 2.0, "backtracks": {"local": 0, "global": 0},
+        "run_id": None, "uncertain": None, "error": None,
+    }
+    return {**base, **extra}
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = {"dataset": "hotpotqa", "file": "/data/h.json", "seed": 13, "n": 2, "question_ids": ["a", "b"],
+              "methods": ["rag", "reagent-none", "reagent-both"], "model": {"id": "qwen2.5-coder-1.5b"}}
+    (folder / "config.json").write_text(json.dumps(config))
+    records = [
+        rec("rag", "a", "gold a", 1.0, 1.0, support_precision=0.4, support_recall=1.0, seconds=8.0,
+            prompt_tokens=1000),
+        rec("rag", "b", "wrong", 0.0, 0.5, support_precision=0.2, support_recall=0.5, seconds=9.0,
+            prompt_tokens=1200),
+        rec("reagent-none", "a", "gold a", 1.0, 1.0, llm_calls=10),
+        rec("reagent-none", "b", "wrong", 0.0, 0.0, llm_calls=12),
+        rec("reagent-both", "a", "Gold A", 1.0, 1.0, llm_calls=14),  # same answer up to case
+        rec("reagent-both", "b", "gold b", 1.0, 1.0, llm_calls=20, backtracks={"local": 1, "global": 1},
+            error=None, uncertain=True),
+    ]
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def test_summary_averages_and_changes(run_folder: Path) -> None:
+    summary = write_report(run_folder)
+    rag = summary["methods"]["rag"]
+    assert rag["n"] == 2 and rag["em"] == 0.5 and rag["f1"] == 0.75
+    assert rag["support_precision"] == pytest.approx(0.3) and rag["support_recall"] == 0.75
+    assert rag["tokens_per_question"] == 1110 and rag["seconds_per_question"] == 8.5
+    none = summary["methods"]["reagent-none"]
+    assert none["support_precision"] is None and none["llm_calls_per_question"] == 11
+    both = summary["methods"]["reagent-both"]
+    assert both["backtracks_global"] == 1 and both["uncertain"] == 1
+    assert summary["seconds_total"] == 8 + 9 + 2 * 4
+    (change,) = summary["backtracking_changed_answers"]["reagent-both"]
+    assert change == {"id": "b", "gold": "gold b", "reagent-none": "wrong", "reagent-both": "gold b", "f1_change": 1.0}
+    assert json.loads((run_folder / "summary.json").read_text()) == summary
+
+
+def test_markdown_table_and_chart(run_folder: Path) -> None:
+    write_report(run_folder)
+    table = (run_folder / "results.md").read_text()
+    assert "| rag | 2 | .500 | .750 | .300 | .750 | 1.0 | 1110 | 8.5 | 0 |" in table
+    assert "| reagent-none | 2 | .500 | .500 | - | .000 |" in table
+    assert "reagent-none -> reagent-both: 1 answer(s) changed" in table
+    assert "| b | gold b | wrong | gold b | +1.000 |" in table
+    assert (run_folder / "chart.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_duplicate_records_are_refused(run_folder: Path) -> None:
+    path = run_folder / "records.jsonl"
+    path.write_text(path.read_text() + json.dumps(rec("rag", "a", "x", 0.0, 0.0)) + "\n")
+    with pytest.raises(BenchRunError, match="two records for method 'rag' and question 'a'"):
+        write_report(run_folder)
+
+
+def test_cli_report_prints_the_table(run_folder: Path, capsys: pytest.CaptureFixture) -> None:
+    (run_folder / "summary.json").unlink(missing_ok=True)
+    main(["bench", "report", str(run_folder)])
+    assert "| rag | 2 |" in capsys.readouterr().out
+    assert (run_folder / "summary.json").is_file()
+
+
+def test_cli_report_on_a_non_run_folder_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "report", str(tmp_path)])
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert "not a benchmark run folder" in err and "Traceback" not in err
+
+
+def test_cli_run_rejects_too_large_n(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data = tmp_path / "h.json"
+    data.write_text(json.dumps([{"_id": "x", "question": "Q?", "answer": "A", "type": "bridge", "level": "easy",
+                                 "supporting_facts": [["T", 0]], "context": [["T", ["Text."]]]}]))
+    with pytest.raises(SystemExit):
+        main(["bench", "run", "--dataset", "hotpotqa", "--file", str(data), "--n", "5", "--out", str(tmp_path / "o")])
+    assert "asked for 5 questions but the file has only 1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

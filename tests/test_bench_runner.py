@@ -1,0 +1,253 @@
+"""The runner: run folder, records, resume (also after SIGKILL and a torn line), refusals."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import runpy
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reagent_local.bench.records import RECORDS_FILE, read_records
+from reagent_local.bench.runner import run_benchmark
+from reagent_local.config import load_config
+from reagent_local.errors import BenchRunError
+
+# A self-contained driver: a tiny HotpotQA-format file, a scripted model that answers from
+# what it is shown, and an in-memory retriever. The test runs it in a subprocess (to kill it)
+# and loads it in-process with runpy (for the reference and resumed runs).
+DRIVER = r'''
+import json, os, re, sys, time
+from pathlib import Path
+from reagent_local.bench.fakes import KeywordRetriever
+from reagent_local.bench.runner import run_benchmark
+from reagent_local.config import load_config
+from reagent_local.datasets import load_questions, open_corpus
+from reagent_local.testing import Rule, ScriptedLLM
+
+N_QUESTIONS = 8
+METHODS = ["closed-book", "rag", "ircot"]
+
+
+def write_dataset(path):
+    records = []
+    for i in range(N_QUESTIONS):
+        records.append({
+            "_id": f"q{i}", "type": "bridge", "level": "hard",
+            "question": f"What is the capital of the country where the river Riv{i} flows?",
+            "answer": f"City{i}",
+            "supporting_facts": [[f"Riv{i}", 0], [f"Land{i}", 0]],
+            "context": [
+                [f"Riv{i}", [f"Riv{i} is a river.", f" Riv{i} flows through Land{i}."]],
+                [f"Land{i}", [f"Land{i} is a country.", f" Its capital is City{i}."]],
+                [f"Peak{i}", [f"Peak{i} is a mountain near the river Riv{i}."]],
+            ],
+        })
+    Path(path).write_text(json.dumps(records), encoding="utf-8")
+
+
+def respond(messages, schema):
+    if os.environ.get("BENCH_SLOW"):
+        time.sleep(float(os.environ["BENCH_SLOW"]))
+    text = messages[-1]["content"]
+    i = re.search(r"Riv(\d+) flows\?", text).group(1)
+    known = f"Its capital is City{i}" in text
+    name = schema.__name__
+    if name == "SpanAnswer":
+        return {"answer": f"City{i}" if known else "Paris"}
+    if name == "ReasoningStep":
+        return {"thought": f"Land{i} capital city" if not known else f"The capital of Land{i} is City{i}.",
+                "answer": f"City{i}" if known else ""}
+    return {"thought": "Best guess.", "answer": f"City{i}" if known else "Paris"}
+
+
+def build(data_file):
+    llm = ScriptedLLM(rules=[Rule(respond)])
+    questions = load_questions(data_file, "hotpotqa")
+    retriever = KeywordRetriever([(p.title, p.text) for p in open_corpus(questions)])
+    config = load_config({"retrieval.top_k": 2, "pipeline.max_retrieval_rounds": 2}, env={})
+    return llm, retriever, config
+
+
+def run(data_file, out, resume=False, **kwargs):
+    llm, retriever, config = build(data_file)
+    return run_benchmark("hotpotqa", data_file, config=config, n=6, seed=5, methods=METHODS, out=out,
+                         resume=resume, llm=llm, retriever=retriever, **kwargs)
+
+
+if __name__ == "__main__":
+    run(Path(sys.argv[1]), Path(sys.argv[2]), resume=len(sys.argv) > 3)
+'''
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> dict:
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER, encoding="utf-8")
+    module = runpy.run_path(str(script), run_name="bench_driver")
+    data = tmp_path / "hotpot_tiny.json"
+    module["write_dataset"](data)
+    module["script"], module["data"] = script, data
+    return module
+
+
+def keys(records: list[dict]) -> list[tuple[str, str]]:
+    return [(r["method"], r["id"]) for r in records]
+
+
+def test_run_writes_folder_records_and_report(driver: dict, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    console_out = io.StringIO()
+    from rich.console import Console
+
+    outcome = driver["run"](driver["data"], out, console=Console(file=console_out, width=120))
+    records = read_records(out / RECORDS_FILE)
+    assert len(records) == 18 and len(set(keys(records))) == 18 and outcome.new_records == 18
+    config = json.loads((out / "config.json").read_text())
+    assert config["seed"] == 5 and config["n"] == 6 and config["methods"] == ["closed-book", "rag", "ircot"]
+    assert len(config["file_sha256"]) == 64 and config["model"]["id"] == "scripted"
+    assert config["config"]["retrieval"]["top_k"] == 2
+    # question-major order: every method answers a question before the next one starts
+    assert keys(records)[:3] == [(m, config["question_ids"][0]) for m in ("closed-book", "rag", "ircot")]
+    by_method = {m: [r for r in records if r["method"] == m] for m in ("closed-book", "rag", "ircot")}
+    assert all(r["em"] == 0.0 and r["prediction"] == "Paris" for r in by_method["closed-book"])
+    assert all(r["cited"] == [] and r["support_precision"] is None and r["support_recall"] == 0.0
+               for r in by_method["closed-book"])
+    assert all(r["em"] == 1.0 for r in by_method["ircot"])
+    ircot = by_method["ircot"][0]
+    assert ircot["llm_calls"] == 2 and ircot["support_recall"] == 1.0 and 0 < ircot["support_precision"] <= 1
+    assert ircot["answers"] == [ircot["prediction"]] and ircot["backtracks"] == {"local": 0, "global": 0}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["methods"]["ircot"]["em"] == 1.0 and summary["methods"]["closed-book"]["f1"] == 0.0
+    assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| ircot | 6 | 1.000 |" in (out / "results.md").read_text()
+    shown = console_out.getvalue()
+    assert "ircot" in shown and "EM 1.000" in shown
+
+
+def test_existing_folder_needs_resume_and_matching_settings(driver: dict, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    driver["run"](driver["data"], out)
+    with pytest.raises(BenchRunError, match="--resume"):
+        driver["run"](driver["data"], out)
+    again = driver["run"](driver["data"], out, resume=True)
+    assert again.new_records == 0 and again.resumed_records == 18
+    llm, retriever, config = driver["build"](driver["data"])
+    with pytest.raises(BenchRunError) as info:
+        run_benchmark("hotpotqa", driver["data"], config=config, n=6, seed=6, methods=["rag"], out=out,
+                      resume=True, llm=llm, retriever=retriever)
+    assert "seed: folder has 5, now 6" in str(info.value)
+    llm.model_id = "another-model"
+    with pytest.raises(BenchRunError, match="model.id: folder has 'scripted', now 'another-model'"):
+        run_benchmark("hotpotqa", driver["data"], config=config, n=6, seed=5, methods=["rag"], out=out,
+                      resume=True, llm=llm, retriever=retriever)
+    llm.model_id = "scripted"
+    # a method can be added to a finished run: only its records are added
+    more = run_benchmark("hotpotqa", driver["data"], config=config, n=6, seed=5, methods=["rag"],
+                         out=tmp_path / "small", llm=llm, retriever=retriever)
+    assert more.new_records == 6
+    grown = run_benchmark("hotpotqa", driver["data"], config=config, n=6, seed=5, methods=["ircot", "rag"],
+                          out=tmp_path / "small", resume=True, llm=llm, retriever=retriever)
+    assert (grown.new_records, grown.resumed_records) == (6, 6)
+    assert json.loads((tmp_path / "small" / "config.json").read_text())["methods"] == ["rag", "ircot"]
+
+
+def test_resume_drops_a_torn_last_line(driver: dict, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    driver["run"](driver["data"], out)
+    path = out / RECORDS_FILE
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:10]) + lines[10][: len(lines[10]) // 2])  # killed while writing line 11
+    outcome = driver["run"](driver["data"], out, resume=True)
+    assert outcome.dropped_torn_line and outcome.resumed_records == 10 and outcome.new_records == 8
+    records = read_records(path)
+    assert len(records) == 18 and len(set(keys(records))) == 18
+
+
+def test_corrupt_middle_line_is_refused(driver: dict, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    driver["run"](driver["data"], out)
+    path = out / RECORDS_FILE
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = b"{not json\n"
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(BenchRunError, match="line 4"):
+        driver["run"](driver["data"], out, resume=True)
+
+
+def test_model_errors_are_recorded_and_the_run_goes_on(driver: dict, tmp_path: Path) -> None:
+    llm, retriever, config = driver["build"](driver["data"])
+    from reagent_local.testing import Rule
+
+    llm.rules.insert(0, Rule({"answer": "y" * 100}, schema="SpanAnswer", contains="Riv"))  # too long: invalid
+    outcome = run_benchmark("hotpotqa", driver["data"], config=config, n=3, seed=1, methods=["rag", "ircot"],
+                            out=tmp_path / "run", llm=llm, retriever=retriever)
+    records = read_records(tmp_path / "run" / RECORDS_FILE)
+    rag = [r for r in records if r["method"] == "rag"]
+    assert len(records) == 6 and all(r["prediction"] == "" and "LLMOutputError" in r["error"] for r in rag)
+    assert all(r["error"] is None for r in records if r["method"] == "ircot")
+    assert outcome.summary["methods"]["rag"]["errors"] == 3
+
+
+def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(driver: dict, tmp_path: Path) -> None:
+    reference = tmp_path / "reference"
+    driver["run"](driver["data"], reference)
+    expected = read_records(reference / RECORDS_FILE)
+
+    out = tmp_path / "killed"
+    env = {**os.environ, "BENCH_SLOW": "0.05"}
+    proc = subprocess.Popen([sys.executable, str(driver["script"]), str(driver["data"]), str(out)], env=env)
+    path = out / RECORDS_FILE
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= 5:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"the driver exited early with code {proc.returncode}")
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    partial = read_records(path)
+    assert 5 <= len(partial) < len(expected)
+
+    subprocess.run([sys.executable, str(driver["script"]), str(driver["data"]), str(out), "--resume"], check=True,
+                   timeout=120)
+    records = read_records(path)
+    assert len(records) == len(expected)
+    assert len(set(keys(records))) == len(records)
+    assert sorted(keys(records)) == sorted(keys(expected))
+    strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
+    assert sorted(map(json.dumps, map(strip, records))) == sorted(map(json.dumps, map(strip, expected)))
+
+
+def test_musique_support_is_matched_by_title_and_text(tmp_path: Path) -> None:
+    from reagent_local.bench.fakes import KeywordRetriever
+    from reagent_local.testing import Rule, ScriptedLLM
+
+    record = {
+        "id": "2hop__1_2", "question": "Where was the founder of Acme born?", "answer": "Springfield",
+        "answer_aliases": ["Springfield, Ohio"], "answerable": True, "question_decomposition": [],
+        "paragraphs": [
+            {"idx": 0, "title": "Acme", "paragraph_text": "Acme was founded by Jo Smith.", "is_supporting": True},
+            {"idx": 1, "title": "Acme", "paragraph_text": "Acme makes anvils for coyotes.", "is_supporting": False},
+            {"idx": 2, "title": "Jo Smith", "paragraph_text": "Jo Smith was born in Springfield.", "is_supporting": True},
+        ],
+    }
+    data = tmp_path / "musique_tiny.jsonl"
+    data.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    # the retriever returns both Acme paragraphs first: one supporting, one not (same title)
+    retriever = KeywordRetriever([("Acme", "Acme makes anvils for coyotes."), ("Acme", "Acme was founded by Jo Smith."),
+                                  ("Jo Smith", "Jo Smith was born in Springfield.")])
+    llm = ScriptedLLM(rules=[Rule({"answer": "springfield, ohio"}, schema="SpanAnswer")])
+    config = load_config({"retrieval.top_k": 2}, env={})
+    run_benchmark("musique", data, config=config, methods=["rag"], out=tmp_path / "run", llm=llm, retriever=retriever)
+    (rec,) = read_records(tmp_path / "run" / RECORDS_FILE)
+    assert [c["title"] for c in rec["cited"]] == ["Acme", "Acme"]
+    assert rec["support_precision"] == 0.5 and rec["support_recall"] == 0.5
+    assert rec["em"] == 1.0  # best over the aliases
