@@ -6,6 +6,7 @@ ISO strings keep the precision the source gives: ``1809-02-12``, ``1861-03`` or
 
 from __future__ import annotations
 
+import datetime
 import re
 
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
@@ -30,8 +31,13 @@ def iso_date(year: int, month: int | None = None, day: int | None = None) -> str
     """ISO 8601 string at the given precision, or None when the parts are not a date."""
     if month is not None and not 1 <= month <= 12:
         return None
-    if day is not None and (month is None or not 1 <= day <= 31):
-        return None
+    if day is not None:
+        if month is None:
+            return None
+        try:
+            datetime.date(max(year, 1), month, day)  # February 30 is not a date
+        except ValueError:
+            return None
     text = f"{year:05d}" if year < 0 else f"{year:04d}"
     if month is not None:
         text += f"-{month:02d}"

@@ -27,7 +27,7 @@ _START = re.compile(
 )
 # Infobox types that describe something other than the article's subject
 # (a president's cabinet: "State = William H. Seward" is not a fact about Lincoln).
-_NOT_ABOUT_SUBJECT = re.compile(r"^\{\{\s*(?:template:\s*)?infobox[ _]+(?:u\.s\. )?cabinet\b", re.IGNORECASE)
+_NOT_ABOUT_SUBJECT = re.compile(r"\{\{\s*(?:template:\s*)?infobox[ _]+(?:u\.s\. )?cabinet\b", re.IGNORECASE)
 _BRACES = re.compile(r"\{\{|\}\}")
 _QUALIFIER_ONLY = re.compile(r"^as of \d{4}$", re.IGNORECASE)  # "<small>As of 2010</small>" heads a list
 _LEADER = re.compile(r"^leader_title(\d*)$")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 
@@ -172,6 +173,14 @@ class KnowledgeGraph:
                 limit=REVERSE_LIMIT,
             )
         return rank_triples(question, forward, entities, reverse=reverse)[:k]
+
+    def iter_all(self, batch: int = 10_000) -> Iterator[Triple]:
+        """Every triple in build order, fetched in batches (for inspection and tests)."""
+        columns = ", ".join(TRIPLE_COLUMNS)
+        cursor = self._con.cursor()
+        cursor.execute(f"SELECT {columns} FROM triples ORDER BY ord")
+        while rows := cursor.fetchmany(batch):
+            yield from (Triple(*row) for row in rows)
 
     def counts_by_relation(self) -> dict[str, int]:
         """Number of triples per relation, most frequent first."""
