@@ -251,3 +251,46 @@ def test_musique_support_is_matched_by_title_and_text(tmp_path: Path) -> None:
     assert [c["title"] for c in rec["cited"]] == ["Acme", "Acme"]
     assert rec["support_precision"] == 0.5 and rec["support_recall"] == 0.5
     assert rec["em"] == 1.0  # best over the aliases
+
+
+@pytest.mark.parametrize(
+    ("dataset", "name"),
+    [
+        ("hotpotqa", "hotpotqa/hotpot_dev_distractor_sample200.json"),
+        ("2wiki", "2wikimultihopqa/dev_distractor_sample464.json"),
+        ("musique", "musique/musique_ans_dev_sample100.jsonl"),
+    ],
+)
+def test_real_sample_files_run_end_to_end(shared_data: Path, tmp_path: Path, dataset: str, name: str) -> None:
+    from reagent_local.bench.fakes import KeywordRetriever
+    from reagent_local.datasets import load_questions, open_corpus
+    from reagent_local.testing import Rule, ScriptedLLM
+
+    file = shared_data / name
+    questions = load_questions(file, dataset)
+    retriever = KeywordRetriever([(p.title, p.text) for p in open_corpus(questions)])
+    llm = ScriptedLLM(rules=[Rule({"answer": "yes"}, schema="SpanAnswer")])
+    outcome = run_benchmark(dataset, file, config=load_config({}, env={}), n=8, seed=13,
+                            methods=["closed-book", "rag"], out=tmp_path / "run", llm=llm, retriever=retriever)
+    records = read_records(tmp_path / "run" / RECORDS_FILE)
+    assert len(records) == 16 and outcome.summary["questions"] == 8
+    by_id = {q.id: q for q in questions}
+    for record in records:
+        gold_yes = any(a.strip().lower() == "yes" for a in by_id[record["id"]].answers)
+        assert record["em"] == float(gold_yes)
+        if record["method"] == "rag":
+            assert len(record["cited"]) == 5 and record["support_recall"] is not None
+
+
+def test_cli_rejects_unknown_methods(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from reagent_local.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bench", "run", "--dataset", "hotpotqa", "--file", str(tmp_path / "missing.json")])
+    assert "does not exist" in capsys.readouterr().err
+    data = tmp_path / "h.json"
+    data.write_text("[]")
+    with pytest.raises(SystemExit):
+        main(["bench", "run", "--dataset", "hotpotqa", "--file", str(data), "--methods", "rag,nope"])
+    err = capsys.readouterr().err
+    assert "unknown method(s): nope" in err and "Traceback" not in err

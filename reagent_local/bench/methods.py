@@ -88,10 +88,13 @@ class MethodContext:
         return self._log
 
     def close(self) -> None:
-        """Close the event log if one was opened."""
+        """Close the event log, and the index if this context opened it."""
         if self._log is not None and hasattr(self._log, "close"):
             self._log.close()
         self._log = None
+        if self._open_retriever is not None and self._retriever is not None and hasattr(self._retriever, "close"):
+            self._retriever.close()
+            self._retriever = None
 
 
 MethodFactory = Callable[[MethodContext], Method]

@@ -130,6 +130,14 @@ class _Scores:
         return f"EM {em / n:.3f}  F1 {f1 / n:.3f}" if n else "EM -      F1 -"
 
 
+def warm_up(ctx: MethodContext, methods: Sequence[str]) -> None:
+    """Load the model and the index before timing, so the first question does not pay for it."""
+    if hasattr(ctx.llm, "load"):
+        ctx.llm.load()
+    if set(methods) - NO_RETRIEVAL:
+        ctx.retriever.search("warm up", k=1, mode=ctx.config.retrieval.mode)
+
+
 def _progress(console: Any) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -181,8 +189,11 @@ def run_benchmark(
     resumed = len(store.records)
     for record in store.records:
         scores.add(record)
+    todo = [m for m in methods if any((m, q.id) not in store.done for q in sample)]
     progress = _progress(console) if console is not None else None
     try:
+        if todo:
+            warm_up(ctx, todo)
         tasks = {}
         if progress is not None:
             progress.start()
