@@ -123,3 +123,64 @@ class ScriptedLLM:
     def requests_for(self, schema_name: str) -> list[ScriptedRequest]:
         """The recorded requests for one schema."""
         return [r for r in self.requests if r.schema == schema_name]
+
+
+@dataclass
+class InMemoryIndex:
+    """A tiny keyword index with ``Index.search``'s interface, for pipeline tests.
+
+    Scores are word-overlap counts (title words count double); ties keep insertion
+    order. It stands in for the real FAISS + BM25 index only in unit tests.
+    """
+
+    passages: list[Any] = field(default_factory=list)  # reagent_local.retrieval.Passage
+    queries: list[str] = field(default_factory=list)
+    path: str = "in-memory"
+
+    def add(self, title: str, text: str, n: int = 0) -> Any:
+        """Add a passage with id f"{title}#{n}" and return it."""
+        from .retrieval.passages import Passage
+
+        passage = Passage(id=f"{title}#{n}", title=title, text=text)
+        self.passages.append(passage)
+        return passage
+
+    def search(self, query: str, k: int = 5, mode: str = "hybrid") -> list[Any]:
+        """Passages ranked by word overlap with the query."""
+        from .retrieval.index import Hit
+
+        self.queries.append(query)
+        words = {w.strip("?,.!'\"").lower() for w in query.split()} - {"the", "of", "a", "is", "what", "who", "which", "in"}
+        scored = []
+        for order, p in enumerate(self.passages):
+            text_words = {w.strip("?,.!'\"()").lower() for w in p.text.split()}
+            title_words = {w.strip("?,.!'\"()").lower() for w in p.title.split()}
+            score = len(words & text_words) + 2 * len(words & title_words)
+            if score:
+                scored.append((-score, order, p))
+        scored.sort(key=lambda t: (t[0], t[1]))
+        return [Hit(passage=p, score=float(-s), rank=i + 1) for i, (s, _, p) in enumerate(scored[:k])]
+
+    def get(self, passage_id: str) -> Any:
+        return next((p for p in self.passages if p.id == passage_id), None)
+
+
+@dataclass
+class InMemoryKG:
+    """Knowledge-graph triples in a list, with ``KnowledgeGraph.search``'s interface."""
+
+    triples: list[Any] = field(default_factory=list)  # reagent_local.kg.store.Triple
+
+    def add(self, subject: str, relation: str, value: str) -> Any:
+        """Add a triple whose provenance is the subject's first passage."""
+        from .kg.store import Triple
+
+        triple = Triple(subject=subject, relation=relation, value=value, value_number=None, unit=None,
+                        value_date=None, raw_key=relation, passage_id=f"{subject}#0")
+        self.triples.append(triple)
+        return triple
+
+    def search(self, question: str, k: int = 10) -> list[Any]:
+        """Triples whose subject is named in the question."""
+        low = question.lower()
+        return [t for t in self.triples if t.subject.lower() in low][:k]

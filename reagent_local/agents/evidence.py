@@ -38,13 +38,23 @@ class EvidencePassage:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """A knowledge-graph triple as evidence, with the passage its infobox came from."""
+
+    subject: str
+    relation: str
+    value: str
+    passage_id: str
+    text: str  # how the fact is shown in a prompt
+
+
+@dataclass(frozen=True)
 class Evidence:
     """What the Retriever hands the Verifier for one sub-question."""
 
     query: str
     passages: tuple[EvidencePassage, ...]
-    facts: tuple[str, ...] = field(default=())  # knowledge-graph triples as text, with provenance ids
-    fact_ids: tuple[str, ...] = field(default=())
+    facts: tuple[Fact, ...] = field(default=())
 
     def by_number(self, numbers: Sequence[int]) -> list[EvidencePassage]:
         """Passages by their 1-based number in the prompt (invalid numbers are dropped)."""
@@ -72,7 +82,7 @@ def format_evidence(evidence: Evidence) -> str:
         lines.append(f"[{number}] {flatten(passage.title, 120)}: {passage.text}")
     if evidence.facts:
         lines.append("Infobox facts:")
-        lines.extend(f"- {fact}" for fact in evidence.facts)
+        lines.extend(f"- {flatten(fact.text, 200)}" for fact in evidence.facts)
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Protocol, Sequence
 
 from ..prompts import render_messages
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, flatten, looks_like_instruction
+from .evidence import Evidence, EvidencePassage, Fact, flatten, looks_like_instruction
 from .schemas import Reformulation
 
 AGENT = "retriever"
@@ -50,15 +50,18 @@ class RetrieverAgent:
                                             suspicious=looks_like_instruction(hit.passage.text)))
             if len(passages) == self.top_k:
                 break
-        facts, fact_ids = self._facts(query)
-        return Evidence(query=query, passages=tuple(passages), facts=facts, fact_ids=fact_ids)
+        return Evidence(query=query, passages=tuple(passages), facts=self._facts(query))
 
-    def _facts(self, query: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _facts(self, query: str) -> tuple[Fact, ...]:
+        """Infobox triples of the entities the query names (none without a graph)."""
         if self.kg is None:
-            return (), ()
-        triples = self.kg.search(query, k=self.kg_facts)
-        texts = tuple(f"{t.subject} | {t.relation.replace('_', ' ')} | {t.value}" for t in triples)
-        return texts, tuple(t.passage_id for t in triples)
+            return ()
+        facts = []
+        for t in self.kg.search(query, k=self.kg_facts):
+            shown = t.display if getattr(t, "display", None) else t.value
+            facts.append(Fact(t.subject, t.relation, t.value, t.passage_id,
+                              f"{t.subject}: {t.relation.replace('_', ' ')} = {shown}"))
+        return tuple(facts)
 
     def reformulate(self, question: str, previous: str, reason: str, hints: Sequence[str]) -> str:
         """A new query for the sub-question, written by the model from what failed."""

@@ -8,6 +8,7 @@ a knowledge-graph fact. Only pairs the rules cannot decide go to the LLM judge.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -75,8 +76,15 @@ class LLMJudge:
         return Verdict(result.value.contradict, "LLM judge: " + ("contradict" if result.value.contradict else "compatible"))
 
 
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+
+
 def _values_agree(a: str, b: str) -> bool:
-    """Place and name values that differ only by qualification ('Montgomery' / 'Montgomery, Alabama')."""
+    """Values that differ only by qualification ('Montgomery' / 'Montgomery, Alabama') or
+    by date precision and format ('February 12, 1809' / '1809-02-12')."""
+    ya, yb = set(_YEAR.findall(a)), set(_YEAR.findall(b))
+    if ya and yb:
+        return bool(ya & yb)
     ta, tb = set(normalize_value(a).split()), set(normalize_value(b).split())
     return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
 
@@ -110,7 +118,7 @@ class Verifier:
             problems.append("a cited passage contains instructions, not facts")
         is_yes_no = normalize_value(candidate.answer) in {"yes", "no"}
         texts = [p.text for p in candidate.cited] or [p.text for p in evidence.passages]
-        if not is_yes_no and not grounded_in(candidate.answer, texts + list(evidence.facts)):
+        if not is_yes_no and not grounded_in(candidate.answer, texts + [f.text for f in evidence.facts]):
             problems.append(f"the answer {candidate.answer!r} does not appear in the cited passages")
         statement = candidate.to_statement(confidence=0.5)
         kg_conflicts, kg_supports = (), ()
@@ -120,9 +128,8 @@ class Verifier:
             kg_supports = fact_check.supports
         own = []
         for held in verified:
-            same_question = held.subquestion == statement.subquestion
-            same_fact = statement.structured and held.relation == statement.relation != "answer"
-            if same_question or same_fact:
+            # local scope: this step's own earlier answers; cross-step conflicts are the assembler's
+            if held.subquestion == statement.subquestion and held.id != statement.id:
                 verdict = self.checker.conflict(held, statement)
                 if verdict.conflict and not _values_agree(held.value or "", statement.value or ""):
                     own.append((held, verdict))

@@ -1,8 +1,37 @@
-"""Placeholder: the `ask` command is being written."""
+"""`reagent ask`: answer one question offline."""
+
+from __future__ import annotations
 
 import click
 
+from .common import echo_json, info
 
-@click.group(name="ask")
-def ask() -> None:
-    """(not yet available)"""
+
+@click.command(name="ask")
+@click.argument("question")
+@click.option("--index", help="Index name or path (default: config retrieval.index, enwiki-sample).")
+@click.option("--model", help="Registry model name or path to a .gguf file.")
+@click.option("--backtracking", type=click.Choice(["none", "local", "global", "both"]), help="Ablation switch.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def ask(question: str, index: str | None, model: str | None, backtracking: str | None, as_json: bool) -> None:
+    """Answer QUESTION with the six-agent ReAgent pipeline."""
+    from ..api import ReAgent
+    from ..pipeline import validate_question
+    from .common import config_from
+
+    config = config_from(retrieval__index=index, llm__model=model, pipeline__backtracking=backtracking)
+    validate_question(question, config.pipeline.max_question_chars)  # fail before loading anything
+    with ReAgent.load(config=config) as agent:
+        if not as_json:
+            info(f"thinking with {config.llm.model if not model else model} over index {config.retrieval.index} ...")
+        answer = agent.ask(question)
+    if as_json:
+        echo_json(answer.to_dict())
+        return
+    for number, sub in enumerate(answer.subquestions, 1):
+        titles = ", ".join(dict.fromkeys(p.title for p in sub.passages)) or "no passage"
+        flag = " (unverified)" if sub.uncertain else ""
+        click.echo(f"  {number}. {sub.question}\n     -> {sub.answer}{flag}   [{titles}]")
+    mark = click.style(" (uncertain: " + answer.uncertain_reason + ")", fg="yellow") if answer.uncertain else ""
+    click.echo(click.style("Answer: ", bold=True) + answer.answer + mark)
+    click.echo(click.style(answer.account_line(), dim=True))
