@@ -226,6 +226,7 @@ def pull(name: str, models_dir: Path, cache_dir: Path, *, downloader: Downloader
                 f"expected {model.size:,} bytes sha256 {model.sha256}",
                 hint=f"delete {download_dir} and pull again",
             )
+        partial.chmod(0o644)  # NamedTemporaryFile creates 0600
         partial.replace(target)  # atomic on one filesystem
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
