@@ -110,7 +110,7 @@ def test_find_entities_ignores_case_and_accents_longest_first(kg: KnowledgeGraph
     assert kg.find_entities("when was ABRAHAM lincoln born?") == ["Abraham Lincoln"]
     assert kg.find_entities("Who directed ACTRIUS, and who wrote Animalia?") == ["Actrius", "Animalia (book)"]
     assert kg.find_entities("the film Actresses") == ["Actrius"]  # the infobox name is an alias
-    assert kg.find_entities("Who was the wife of Lincoln?") == []  # redirects are not subjects
+    assert kg.find_entities("Who was the wife of Lincoln?") == ["Abraham Lincoln"]  # a redirect is another name
     assert kg.find_entities("") == []
 
 
@@ -140,3 +140,32 @@ def test_two_readers_at_once(index_dir: Path) -> None:
     with KnowledgeGraph.open(index_dir) as a, KnowledgeGraph.open(index_dir) as b:
         assert a.counts_by_relation() == b.counts_by_relation()
         assert isinstance(next(a.iter_all()), Triple)
+
+
+def test_builder_streams_pages_and_abort_leaves_nothing(tmp_path: Path) -> None:
+    from reagent_local.kg import KGBuilder
+    from reagent_local.retrieval.wikidump import iter_pages
+
+    pages = list(iter_pages(write_dump(tmp_path / "dump.xml")))
+    with pytest.raises(RuntimeError):
+        with KGBuilder(tmp_path / "aborted") as builder:
+            builder.add(pages[0])
+            raise RuntimeError("the passage build failed")
+    assert list((tmp_path / "aborted").iterdir()) == []
+
+    builder = KGBuilder(tmp_path / "out", source="dump.xml")
+    added = [builder.add(page) for page in pages]
+    assert added == [4, 0, 0, 6, 2, 0]  # redirect, talk page and "Ada" add nothing
+    stats = builder.finish()
+    with KnowledgeGraph.open(tmp_path / "out") as graph:
+        assert graph.stats()["source"] == "dump.xml"
+        assert sum(graph.counts_by_relation().values()) == stats["triples"] == 12
+
+
+def test_searches_from_several_threads(kg: KnowledgeGraph) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    questions = ["Who directed Actrius?", "When was Abraham Lincoln born?"] * 20
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda q: kg.search(q, k=1)[0].value, questions))
+    assert answers == ["Ventura Pons", "February 12, 1809"] * 20

@@ -13,9 +13,10 @@ from pathlib import Path
 import duckdb
 
 from ..errors import IndexBuildError
-from ..retrieval.wikidump import iter_pages
+from ..retrieval.wikidump import RawPage, iter_pages
 from .infobox import Extractor
 from .search import fold
+from .values import canonical_title
 from .store import INDEXES, KG_FILENAME, SCHEMA, SCHEMA_VERSION, TRIPLE_COLUMNS, Triple
 
 # Relations whose values are other names of the subject (found by find_entities).
@@ -35,63 +36,117 @@ def _aliases(subject: str, triples: list[Triple]) -> list[tuple[str, str, str]]:
     return [(key, subject, kind) for key, kind in sorted(rows) if key]
 
 
+class KGBuilder:
+    """Streaming writer: feed it articles (while reading a dump for passages, say), then finish().
+
+    Rows go to temporary JSONL files in a hidden folder inside out_dir and are loaded
+    into DuckDB in one pass at the end; kg.duckdb appears only when complete, and
+    :meth:`abort` (or an exception inside ``with``) leaves nothing behind.
+    """
+
+    def __init__(self, out_dir: Path, *, source: Path | str = "") -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.source = str(source)
+        self.extractor = Extractor()
+        self.by_relation: Counter[str] = Counter()
+        self.articles = self.subjects = self.triples = 0
+        self._started = time.perf_counter()
+        self._tmp = tempfile.TemporaryDirectory(dir=self.out_dir, prefix=".kg-build-")
+        tmp = Path(self._tmp.name)
+        self._triples_path, self._entities_path = tmp / "triples.jsonl", tmp / "entities.jsonl"
+        self._tf = open(self._triples_path, "w", encoding="utf-8")
+        self._ef = open(self._entities_path, "w", encoding="utf-8")
+
+    def __enter__(self) -> "KGBuilder":
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:
+            self.abort()
+
+    def add(self, page: RawPage) -> int:
+        """Extract one page's triples; returns how many were added.
+
+        A redirect in the main namespace adds its title as another name of its target
+        ("Abe Lincoln" -> "Abraham Lincoln"); other namespaces are ignored.
+        """
+        if page.namespace == 0 and page.redirect:
+            target = canonical_title(page.redirect)
+            if fold(page.title) and target:
+                self._ef.write(json.dumps({"name_key": fold(page.title), "subject": target, "kind": "redirect"},
+                                          ensure_ascii=False) + "\n")
+            return 0
+        if not page.is_article:
+            return 0
+        self.articles += 1
+        triples = self.extractor.page_triples(page.title, page.wikitext)
+        if not triples:
+            return 0
+        self.subjects += 1
+        for t in triples:
+            row = dict(zip(TRIPLE_COLUMNS, (getattr(t, c) for c in TRIPLE_COLUMNS)))
+            row.update(ord=self.triples, subject_key=fold(t.subject), value_key=fold(t.value),
+                       display_key=fold(t.display) if t.display else None)
+            self._tf.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.triples += 1
+            self.by_relation[t.relation] += 1
+        for name_key, subject, kind in _aliases(page.title, triples):
+            self._ef.write(json.dumps({"name_key": name_key, "subject": subject, "kind": kind}, ensure_ascii=False) + "\n")
+        return len(triples)
+
+    def stats(self) -> dict:
+        """Counts so far: triples, subjects, articles, by_relation, and what extraction left out."""
+        return {
+            "triples": self.triples,
+            "subjects": self.subjects,
+            "articles": self.articles,
+            "by_relation": dict(self.by_relation.most_common()),
+            "dropped_values": self.extractor.dropped_values,
+            "unresolved_capital": self.extractor.unresolved_capital,
+            "dropped_templates": dict(self.extractor.dropped_templates.most_common(20)),
+            "seconds": round(time.perf_counter() - self._started, 2),
+        }
+
+    def finish(self) -> dict:
+        """Write out_dir/kg.duckdb with its indexes and return stats()."""
+        self._tf.close()
+        self._ef.close()
+        stats = self.stats()
+        final = self.out_dir / KG_FILENAME
+        partial = Path(self._tmp.name) / KG_FILENAME
+        try:
+            _write_database(partial, self._triples_path, self._entities_path, self.source, stats)
+            os.replace(partial, final)
+        except duckdb.Error as exc:
+            raise IndexBuildError(f"writing {final} failed: {exc}", hint="check free disk space and retry") from None
+        finally:
+            self._tmp.cleanup()
+        stats["seconds"] = round(time.perf_counter() - self._started, 2)
+        return stats
+
+    def abort(self) -> None:
+        """Drop everything written so far."""
+        self._tf.close()
+        self._ef.close()
+        self._tmp.cleanup()
+
+
 def build_kg(source: Path, out_dir: Path, *, limit: int | None = None) -> dict:
     """Extract infobox triples from the dump's articles into out_dir/kg.duckdb; return counts.
 
     ``limit`` keeps the first N articles (redirects and other namespaces do not count),
-    as the passage index builder does. The file is written under a temporary name and
-    moved into place only when complete.
+    as the passage index builder does.
     """
-    source, out_dir = Path(source), Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / KG_FILENAME
-    started = time.perf_counter()
-    extractor = Extractor()
-    by_relation: Counter[str] = Counter()
-    subjects = articles = n_triples = 0
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".kg-build-") as tmp:
-        triples_path, entities_path = Path(tmp) / "triples.jsonl", Path(tmp) / "entities.jsonl"
-        with open(triples_path, "w", encoding="utf-8") as tf, open(entities_path, "w", encoding="utf-8") as ef:
-            for page in iter_pages(source):
-                if not page.is_article:
-                    continue
-                if limit is not None and articles >= limit:
-                    break
-                articles += 1
-                triples = extractor.page_triples(page.title, page.wikitext)
-                if not triples:
-                    continue
-                subjects += 1
-                for t in triples:
-                    row = dict(zip(TRIPLE_COLUMNS, (getattr(t, c) for c in TRIPLE_COLUMNS)))
-                    row.update(ord=n_triples, subject_key=fold(t.subject), value_key=fold(t.value),
-                               display_key=fold(t.display) if t.display else None)
-                    tf.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    n_triples += 1
-                    by_relation[t.relation] += 1
-                for name_key, subject, kind in _aliases(page.title, triples):
-                    ef.write(json.dumps({"name_key": name_key, "subject": subject, "kind": kind}, ensure_ascii=False) + "\n")
-        seconds = time.perf_counter() - started
-        stats = {
-            "triples": n_triples,
-            "subjects": subjects,
-            "articles": articles,
-            "by_relation": dict(by_relation.most_common()),
-            "dropped_values": extractor.dropped_values,
-            "unresolved_capital": extractor.unresolved_capital,
-            "dropped_templates": dict(extractor.dropped_templates.most_common(20)),
-            "seconds": round(seconds, 2),
-        }
-        partial = Path(tmp) / KG_FILENAME
-        try:
-            _write_database(partial, triples_path, entities_path, source, stats)
-        except duckdb.Error as exc:
-            raise IndexBuildError(f"writing {final} failed: {exc}", hint="check free disk space and retry") from None
-        os.replace(partial, final)
-    return stats
+    with KGBuilder(out_dir, source=source) as builder:
+        for page in iter_pages(Path(source)):
+            if page.is_article and limit is not None and builder.articles >= limit:
+                break
+            builder.add(page)  # redirects add names, other namespaces nothing
+        return builder.finish()
 
 
-def _write_database(path: Path, triples_path: Path, entities_path: Path, source: Path, stats: dict) -> None:
+def _write_database(path: Path, triples_path: Path, entities_path: Path, source: str, stats: dict) -> None:
     con = duckdb.connect(str(path))
     try:
         con.execute(SCHEMA)
@@ -103,15 +158,17 @@ def _write_database(path: Path, triples_path: Path, entities_path: Path, source:
                 "subject_key:'VARCHAR', value_key:'VARCHAR', display_key:'VARCHAR'})",
                 [str(triples_path)],
             )
+            # redirects to pages without triples are not entities of the graph
             con.execute(
                 "INSERT INTO entities SELECT DISTINCT * FROM read_json(?, format='newline_delimited', "
-                "columns={name_key:'VARCHAR', subject:'VARCHAR', kind:'VARCHAR'})",
+                "columns={name_key:'VARCHAR', subject:'VARCHAR', kind:'VARCHAR'}) "
+                "WHERE subject IN (SELECT DISTINCT subject FROM triples)",
                 [str(entities_path)],
             )
         con.execute(INDEXES)
         meta = {
             "schema_version": str(SCHEMA_VERSION),
-            "source": str(source),
+            "source": source,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             **{k: json.dumps(v) if isinstance(v, dict) else str(v) for k, v in stats.items()},
         }

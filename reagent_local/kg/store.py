@@ -13,6 +13,7 @@ from .search import fold, rank_triples, question_ngrams
 
 KG_FILENAME = "kg.duckdb"
 SCHEMA_VERSION = 1
+_KIND_ORDER = {"title": 0, "redirect": 1, "alias": 2, "name": 3}
 REVERSE_LIMIT = 500  # triples found by value per question; a common value ("English") is capped
 
 # Column order of the triples table; Triple's fields follow it.
@@ -107,12 +108,21 @@ class KnowledgeGraph:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _query(self, sql: str, params: list | None = None) -> list[tuple]:
+        # One cursor per query: a DuckDB connection must not be shared across threads,
+        # and the retriever may search passages and triples in parallel.
+        cursor = self._con.cursor()
+        try:
+            return cursor.execute(sql, params or []).fetchall()
+        finally:
+            cursor.close()
+
     def _rows(self, where: str, params: list, limit: int | None = None) -> list[Triple]:
         columns = ", ".join(TRIPLE_COLUMNS)
         sql = f"SELECT {columns} FROM triples WHERE {where} ORDER BY ord"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        rows = self._con.execute(sql, params).fetchall()
+        rows = self._query(sql, params)
         return [Triple(*row) for row in rows]
 
     def triples(self, subject: str, relation: str | None = None) -> list[Triple]:
@@ -137,9 +147,7 @@ class KnowledgeGraph:
         if not spans:
             return []
         keys = sorted({key for key, _ in spans})
-        rows = self._con.execute(
-            "SELECT name_key, subject, kind FROM entities WHERE name_key IN (SELECT unnest(?))", [keys]
-        ).fetchall()
+        rows = self._query("SELECT name_key, subject, kind FROM entities WHERE name_key IN (SELECT unnest(?))", [keys])
         found: dict[str, list[tuple[str, str]]] = {}
         for name_key, subject, kind in rows:
             found.setdefault(name_key, []).append((kind, subject))
@@ -149,8 +157,8 @@ class KnowledgeGraph:
             if key not in found or any(start < e and s < end for s, e in taken):
                 continue
             taken.append((start, end))
-            # exact titles before aliases (title without "(book)", infobox name)
-            for _, subject in sorted(found[key], key=lambda ks: (ks[0] != "title", ks[1])):
+            # exact titles, then redirects, then other names (title without "(book)", infobox name)
+            for _, subject in sorted(found[key], key=lambda ks: (_KIND_ORDER.get(ks[0], 9), ks[1])):
                 if subject not in result:
                     result.append(subject)
         return result
@@ -184,11 +192,9 @@ class KnowledgeGraph:
 
     def counts_by_relation(self) -> dict[str, int]:
         """Number of triples per relation, most frequent first."""
-        rows = self._con.execute(
-            "SELECT relation, count(*) AS n FROM triples GROUP BY relation ORDER BY n DESC, relation"
-        ).fetchall()
+        rows = self._query("SELECT relation, count(*) AS n FROM triples GROUP BY relation ORDER BY n DESC, relation")
         return {relation: n for relation, n in rows}
 
     def stats(self) -> dict[str, str]:
         """What the build recorded (source, counts, seconds) as strings."""
-        return dict(self._con.execute("SELECT key, value FROM meta ORDER BY key").fetchall())
+        return dict(self._query("SELECT key, value FROM meta ORDER BY key"))

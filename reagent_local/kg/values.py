@@ -61,7 +61,7 @@ _WRAPPERS = {
     "transl": -1, "abbr": 1, "nts": 1, "ntsh": 1, "center": 1, "small caps": 1, "smallcaps": 1,
     "sc": 1, "nihongo": 1, "marriage": 1, "married": 1, "url": 1, "sort": -1, "nowrap begin": 1,
     "avoid wrap": 1, "angbr": 1, "'": 1, "noitalics": 1, "em": 1, "strong": 1, "mvar": 1,
-    "lang-rtl": 2, "start-date": 1, "end-date": 1, "nastaliq": 1, "script": 2, "linktext": 1, "plural": 1, "vr": 1,
+    "lang-rtl": 2, "start-date": 1, "end-date": 1, "sigfig": 1, "round": 1, "formatnum": 1, "nastaliq": 1, "script": 2, "linktext": 1, "plural": 1, "vr": 1,
 }
 _FLAG_TEMPLATES = {"flag", "flagcountry", "flagu", "flag country", "country", "ill", "interlanguage link"}
 _LITERAL = {"•": " · ", "middot": " · ", "dot": " · ", "·": " · ", "snd": " – ", "spaced ndash": " – ",
@@ -73,7 +73,7 @@ _SILENT = {
     "plainlist", "endplainlist", "endflatlist", "end plainlist", "end flatlist", "audio",
     "respell", "update", "as of", "clarify", "dubious", "when", "which", "who", "by whom",
     "nbsp;", "lower", "spaced", "refnest", "note", "ref", "rp", "webarchive", "dead link",
-    "inflation-fn", "efn-ua", "efn-lr", "clear", "-", "break", "crossreference", "small caps all",
+    "inflation-fn", "decreasepositive", "increasenegative", "efn-ua", "efn-lr", "clear", "-", "break", "crossreference", "small caps all",
 }
 _BULLETS = re.compile(r"\n[ \t]*[*#:;]+")
 
