@@ -113,7 +113,7 @@ class Channel:
 
     def post(self, message: Message) -> Message:
         """Log the message and queue it for the next round; returns it with time and seq."""
-        event = self.workspace.record(MESSAGE, message.sender, {
+        event = self.workspace.note(message.sender, MESSAGE, {
             "kind": message.type, "recipients": list(message.recipients),
             "statements": [statement_to_dict(s) for s in message.statements], "payload": dict(message.payload),
         })
@@ -136,7 +136,7 @@ class Channel:
         conflicts = self.checker.find_conflicting_pairs([s for _, s in candidates])
         blocked = {id(s) for a, b, _ in conflicts for s in (a, b)}
         to_apply = [(m, s) for m, s in candidates if id(s) not in blocked]
-        round_event = self.workspace.record(ROUND, "channel", {
+        round_event = self.workspace.note("channel", ROUND, {
             "round": self.round, "messages": [m.seq for m in messages],
             "applied": [[s.agent, s.id] for _, s in to_apply],
             "escalated": [[[a.agent, a.id], [b.agent, b.id]] for a, b, _ in conflicts],
@@ -161,7 +161,7 @@ class Channel:
     def _escalate(self, a: Statement, b: Statement, reason: str, source: dict[int, Message],
                   round_seq: int) -> ConflictRecord:
         seqs = tuple(sorted({source[id(a)].seq, source[id(b)].seq}))
-        event = self.workspace.record(ESCALATE, "channel", {
+        event = self.workspace.note("channel", ESCALATE, {
             "to": self.supervisor, "round": self.round, "reason": reason, "messages": list(seqs),
             "statements": [statement_to_dict(a), statement_to_dict(b)],
         }, parent_seq=round_seq)

@@ -131,12 +131,19 @@ class EventLog:
     """Append-only store of runs and their events; see the module docstring for concurrency."""
 
     def __init__(self, path: str | Path, read_only: bool = False) -> None:
+        """Open (creating and migrating when writing) the log at ``path``; ``":memory:"`` for a private one."""
         self.path = Path(path).expanduser()
         self.read_only = read_only
+        self.in_memory = str(path) == ":memory:"
         self.is_snapshot_copy = False
         self._tmp: Path | None = None
-        self._lock = _path_lock(self.path.resolve())
-        self._con = self._open_reader() if read_only else self._open_writer()
+        if self.in_memory:  # a private database for tests and throwaway runs
+            if read_only:
+                raise LogError("an in-memory log cannot be opened read-only", hint="give a file path")
+            self._lock, self._con = threading.RLock(), duckdb.connect(":memory:")
+        else:
+            self._lock = _path_lock(self.path.resolve())
+            self._con = self._open_reader() if read_only else self._open_writer()
         self.schema_version = self._check_schema()
 
     # -- opening -----------------------------------------------------------
@@ -339,7 +346,7 @@ class EventLog:
         """Close the connection (a writer checkpoints first); removes a reader's temporary copy."""
         with self._lock:
             if self._con is not None:
-                if not self.read_only:
+                if not self.read_only and not self.in_memory:
                     self._con.execute("CHECKPOINT")
                 self._con.close()
                 self._con = None

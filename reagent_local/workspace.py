@@ -20,7 +20,7 @@ from .knowledge import (
 )
 from .log import Checkpoint, Event, EventLog
 
-JUDGE = "judge"
+JUDGEMENT = "judgement"
 SYSTEM = "system"
 
 
@@ -55,7 +55,7 @@ class Workspace:
         self._events.append(event)
         return event
 
-    def record(self, kind: str, agent: str, payload: Mapping[str, Any], parent_seq: int | None = None) -> Event:
+    def note(self, agent: str, kind: str, payload: Mapping[str, Any], parent_seq: int | None = None) -> Event:
         """Log an event that does not change the knowledge state (message, round, judge, decomposition, ...)."""
         if kind in STATE_EVENTS:
             raise ValueError(f"{kind!r} changes the state: use the Workspace method for it")
@@ -64,7 +64,7 @@ class Workspace:
 
     def record_judgement(self, agent: str, a: Statement, b: Statement, verdict: Verdict, cached: bool) -> Event:
         """Log one judge result (a ConflictChecker ``on_judgement`` hook: ``partial(ws.record_judgement, agent)``)."""
-        return self.record(JUDGE, agent, {
+        return self.note(agent, JUDGEMENT, {
             "a": [a.agent, a.id], "b": [b.agent, b.id], "a_text": a.text, "b_text": b.text,
             "conflict": verdict.conflict, "reason": verdict.reason, "cached": cached,
         })

@@ -1,0 +1,192 @@
+"""The DuckDB event log: schema, writing, reading, errors, readers during a run, SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from reagent_local import log as logmod
+from reagent_local.errors import LogError, RunNotFoundError
+from reagent_local.log import SCHEMA_VERSION, EventLog
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_new_log_is_migrated_once(tmp_path: Path) -> None:
+    path = tmp_path / "log.duckdb"
+    with EventLog(path) as log:
+        assert log.schema_version == SCHEMA_VERSION
+    with EventLog(path):
+        pass
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT version FROM schema_version ORDER BY version").fetchall() == [
+        (v,) for v in range(1, SCHEMA_VERSION + 1)]
+    con.close()
+
+
+def test_run_life_cycle(tmp_path: Path) -> None:
+    with EventLog(tmp_path / "log.duckdb") as log:
+        run = log.start_run("Who?", {"llm": {"model": "m"}})
+        e1 = log.append(run, "message", agent="retriever", payload={"kind": "inform", "n": 1}, time=1)
+        e2 = log.append(run, "round", agent="channel", payload={"round": 1}, time=2, parent_seq=e1.seq)
+        event, cp = log.add_checkpoint(run, time=3, label="before step 1", snapshot={"agents": {}, "global": []},
+                                       agent="system")
+        call_id = log.record_llm_call(run, model="m", prompt=[{"role": "user", "content": "hi"}], output='{"a":1}',
+                                      prompt_tokens=5, completion_tokens=3, seconds=0.25, agent="verifier",
+                                      seq=e2.seq)
+        log.finish_run(run, "Sacramento", "ok", {"llm_calls": 1}, uncertain=True, payload={"why": "x"})
+        assert [e.type for e in log.events(run)] == ["message", "round", "checkpoint"]
+        assert log.events(run)[1].parent_seq == e1.seq and e2.seq > e1.seq
+        assert [e.seq for e in log.events(run, types=["checkpoint"])] == [event.seq]
+        assert event.payload == {"checkpoint_id": cp.id, "label": "before step 1"}
+        assert log.checkpoints(run) == [cp] and cp.seq == event.seq
+        calls = log.llm_calls(run)
+        assert calls[0]["id"] == call_id and calls[0]["prompt"][0]["content"] == "hi" and calls[0]["seq"] == e2.seq
+        info = log.get_run(run)
+        assert (info["status"], info["answer"], info["uncertain"], info["events"]) == ("ok", "Sacramento", True, 3)
+        assert info["config"] == {"llm": {"model": "m"}} and info["stats"] == {"llm_calls": 1}
+        second = log.start_run("Again?", {})
+        assert [r["run_id"] for r in log.runs(last=1)] == [second]
+        assert {r["run_id"] for r in log.runs()} == {run, second}
+
+
+def test_errors_users_can_act_on(tmp_path: Path) -> None:
+    path = tmp_path / "log.duckdb"
+    with EventLog(path) as log:
+        run = log.start_run("q", {}, run_id="r1")
+        with pytest.raises(LogError, match="already exists"):
+            log.start_run("q", {}, run_id="r1")
+        with pytest.raises(RunNotFoundError, match="no run 'nope'"):
+            log.get_run("nope")
+    with EventLog(path, read_only=True) as reader:
+        assert not reader.is_snapshot_copy and reader.get_run(run)["question"] == "q"
+        with pytest.raises(LogError, match="read-only"):
+            reader.append(run, "x", agent="a", payload={}, time=1)
+    with pytest.raises(LogError, match="no log at"):
+        EventLog(tmp_path / "missing.duckdb", read_only=True)
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a database at all\n" * 100)
+    for read_only in (False, True):
+        with pytest.raises(LogError, match="is not a DuckDB database"):
+            EventLog(bad, read_only=read_only)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "log.duckdb"
+    EventLog(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO schema_version VALUES (?, 'future', 0)", [SCHEMA_VERSION + 1])
+    con.close()
+    with pytest.raises(LogError, match="newer than this reagent"):
+        EventLog(path)
+
+
+def test_in_process_reader_while_writing_reads_a_copy(tmp_path: Path) -> None:
+    path = tmp_path / "log.duckdb"
+    with EventLog(path) as writer:
+        run = writer.start_run("q", {})
+        for t in range(1, 4):
+            writer.append(run, "note", agent="a", payload={"t": t}, time=t)
+        with EventLog(path, read_only=True) as reader:
+            assert reader.is_snapshot_copy
+            copy_dir = reader._tmp
+            assert [e.payload["t"] for e in reader.events(run)] == [1, 2, 3]
+        assert not copy_dir.exists()
+        writer.append(run, "note", agent="a", payload={"t": 4}, time=4)
+    assert len(EventLog(path, read_only=True).events(run)) == 4
+
+
+def test_in_memory_log() -> None:
+    with EventLog(":memory:") as log:
+        run = log.start_run("q", {})
+        log.append(run, "note", agent="a", payload={}, time=1)
+        assert len(log.events(run)) == 1
+    with pytest.raises(LogError, match="read-only"):
+        EventLog(":memory:", read_only=True)
+
+
+def _child(code: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+HOLDING_WRITER = """
+    import sys
+    from reagent_local.log import EventLog
+    log = EventLog(sys.argv[1])
+    run = log.start_run("q", {}, run_id="held")
+    for t in range(1, 51):
+        log.append(run, "note", agent="child", payload={"t": t}, time=t)
+    print("written", flush=True)
+    sys.stdin.read()  # hold the file until the parent closes stdin
+    log.close()
+"""
+
+
+def test_other_process_writing_readers_copy_and_writers_get_a_clear_error(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log.duckdb"
+    child = _child(HOLDING_WRITER, str(path))
+    try:
+        assert child.stdout.readline().strip() == "written", child.stderr.read()
+        with EventLog(path, read_only=True) as reader:
+            assert reader.is_snapshot_copy
+            assert [e.time for e in reader.events("held")] == list(range(1, 51))
+            assert reader.get_run("held")["status"] == "running"
+        monkeypatch.setattr(logmod, "WRITER_WAIT_SECONDS", 0.3)
+        with pytest.raises(LogError, match="in use by another process"):
+            EventLog(path)
+    finally:
+        child.communicate("", timeout=60)
+    assert child.returncode == 0
+    with EventLog(path) as log:  # free again
+        assert len(log.events("held")) == 50
+
+
+KILLED_WRITER = """
+    import sys
+    from reagent_local.log import EventLog
+    log = EventLog(sys.argv[1])
+    run = log.start_run("q", {}, run_id="killed")
+    t = 0
+    while True:
+        t += 1
+        if t % 10 == 0:
+            log.add_checkpoint(run, time=t, label=f"cp {t}", snapshot={"agents": {}, "global": [], "t": t},
+                               agent="child")
+        else:
+            log.append(run, "note", agent="child", payload={"t": t, "pad": "x" * 300}, time=t)
+        print(t, flush=True)
+"""
+
+
+def test_sigkill_leaves_a_consistent_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "log.duckdb"
+    child = _child(KILLED_WRITER, str(path))
+    last = 0
+    while last < 150:
+        line = child.stdout.readline()
+        assert line, child.stderr.read()
+        last = int(line)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    for read_only in (True, False):
+        with EventLog(path, read_only=read_only) as log:
+            events = log.events("killed")
+            times = [e.time for e in events]
+            assert times == list(range(1, len(times) + 1))  # a prefix, no gaps
+            assert len(times) >= last  # every append that returned is there
+            assert all(e.payload.get("pad") == "x" * 300 for e in events if e.type == "note")
+            checkpoints = log.checkpoints("killed")
+            assert [c.time for c in checkpoints] == [t for t in times if t % 10 == 0]
+            assert all(c.snapshot["t"] == c.time for c in checkpoints)
+            assert log.get_run("killed")["status"] == "running"
