@@ -250,9 +250,9 @@ def fold(events: Iterable[EventLike], *, until: int | None = None) -> KnowledgeS
 
 
 def discarded_between(before: KnowledgeState, after: KnowledgeState) -> list[Statement]:
-    """Statements held in ``before`` that ``after`` no longer holds (per agent)."""
+    """Statements held in ``before`` that ``after`` no longer holds (per agent), in the order they entered."""
     kept = {(agent, s.id) for agent, held in after.locals.items() for s in held}
-    return [s for agent, held in before.locals.items() for s in held if (agent, s.id) not in kept]
+    return [s for s in before.global_state() if (s.agent, s.id) not in kept]
 
 
 def with_time(statement: Statement, agent: str, time: int) -> Statement:

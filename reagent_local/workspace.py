@@ -153,8 +153,8 @@ class Workspace:
         return self._folder.holds(agent, statement_id)
 
     def holders(self, statement_id: str) -> list[str]:
-        """The agents holding that statement now."""
-        return [a for a in self._folder.agents() if self._folder.holds(a, statement_id)]
+        """The agents holding that statement now, sorted."""
+        return sorted(a for a in self._folder.agents() if self._folder.holds(a, statement_id))
 
     def checkpoints(self) -> list[Checkpoint]:
         """This run's checkpoints in order."""
