@@ -256,7 +256,7 @@ class EventLog:
                 self._con.execute("ROLLBACK")
                 raise
         return (Event(seq, run_id, time, wall, agent, "checkpoint", payload, parent_seq),
-                Checkpoint(cid, run_id, seq, time, label, json.loads(json.dumps(snapshot))))
+                Checkpoint(cid, run_id, seq, time, label, dict(snapshot)))
 
     def record_llm_call(self, run_id: str | None, *, model: str, prompt: Sequence[Mapping[str, Any]] | str,
                         output: str, prompt_tokens: int | None, completion_tokens: int | None,

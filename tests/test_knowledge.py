@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pytest
@@ -80,6 +80,7 @@ def test_statement_dict_round_trip() -> None:
     data = statement_to_dict(s)
     assert data["provenance"] == [["p", 1.0]] and data["time"] == 7 and data["agent"] == "v"
     assert statement_from_dict(data) == s
+    assert set(data) == {f.name for f in fields(Statement)}  # a new field must be serialised too
 
 
 def _assert(seq: int, agent: str, text: str) -> Ev:
