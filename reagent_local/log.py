@@ -23,9 +23,10 @@ import tempfile
 import threading
 import time as _time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import duckdb
 
@@ -57,6 +58,11 @@ WRITER_WAIT_SECONDS = 5.0
 _PATH_LOCKS: dict[str, threading.RLock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
 _EVENT_COLUMNS = "seq, run_id, time, wall_time, agent, type, payload, parent_seq"
+_INSERT_EVENT = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?, ?) RETURNING seq"
+_LLM_COLUMNS = ("id, run_id, seq, agent, model, prompt, output, prompt_tokens, completion_tokens, seconds, "
+                "wall_time")
+_RUN_KEYS = ("run_id", "question", "config", "status", "started_at", "finished_at", "stats", "answer", "uncertain",
+             "answer_payload", "events")
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,8 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     except duckdb.IOException as exc:
         text = str(exc)
         if "not a valid DuckDB database" in text:
-            raise LogError(f"{path} is not a DuckDB database", hint="point --log (paths.log_path) at a reagent log file or a new path") from None
+            raise LogError(f"{path} is not a DuckDB database",
+                           hint="point paths.log_path at a reagent log file or a new path") from None
         raise
 
 
@@ -158,12 +165,14 @@ class EventLog:
                     raise LogError(f"cannot open the log {self.path}: {exc}") from None
                 if _time.monotonic() > deadline:
                     raise LogError(f"the log {self.path} is in use by another process ({exc})",
-                                   hint="wait for that run to finish, or give this run another log path (paths.log_path)") from None
+                                   hint="wait for that run to finish, or give this run another log path "
+                                        "(paths.log_path)") from None
                 _time.sleep(0.1)
 
     def _open_reader(self) -> duckdb.DuckDBPyConnection:
         if not self.path.is_file():
-            raise LogError(f"no log at {self.path}", hint="run `reagent ask ...` first, or point paths.log_path at an existing log")
+            raise LogError(f"no log at {self.path}",
+                           hint="run `reagent ask ...` first, or point paths.log_path at an existing log")
         try:
             return _connect(self.path, read_only=True)
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
@@ -182,47 +191,67 @@ class EventLog:
         with self._lock:
             has_table = self._con.execute(
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'").fetchone()[0]
-            version = 0
+            latest, version = len(MIGRATIONS), 0
             if has_table:
                 version = self._con.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
-            if version > SCHEMA_VERSION:
-                raise LogError(f"the log {self.path} has schema version {version}, newer than this reagent ({SCHEMA_VERSION})",
+            if version > latest:
+                raise LogError(f"the log {self.path} has schema version {version}, newer than this reagent ({latest})",
                                hint="upgrade reagent-local, or use another log path")
-            if version < SCHEMA_VERSION:
+            if version < latest:
                 if self.read_only:
-                    raise LogError(f"the log {self.path} has schema version {version}; this reagent needs {SCHEMA_VERSION}",
+                    raise LogError(f"the log {self.path} has schema version {version}; this reagent needs {latest}",
                                    hint="open it once for writing (any `reagent ask`) to migrate it")
                 self._migrate(version)
-            return SCHEMA_VERSION
+            return latest
 
     def _migrate(self, version: int) -> None:
-        self._con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
-                          "description VARCHAR, applied_at DOUBLE)")
+        self._con.execute("CREATE TABLE IF NOT EXISTS schema_version "
+                          "(version INTEGER PRIMARY KEY, description VARCHAR, applied_at DOUBLE)")
         for number, (description, statements) in enumerate(MIGRATIONS[version:], start=version + 1):
-            self._con.execute("BEGIN TRANSACTION")
-            try:
+            with self._transaction() as con:
                 for sql in statements:
-                    self._con.execute(sql)
-                self._con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [number, description, _time.time()])
-                self._con.execute("COMMIT")
-            except Exception:
-                self._con.execute("ROLLBACK")
+                    con.execute(sql)
+                con.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                            [number, description, _time.time()])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """BEGIN ... COMMIT under the writer lock; ROLLBACK (SQL, not a logical rollback) on error."""
+        with self._lock:
+            con = self._connection()
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
                 raise
+            con.execute("COMMIT")
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise LogError(f"the log {self.path} is closed", hint="open a new EventLog")
+        return self._con
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        """Run one statement (its own committed transaction) and fetch its rows, under the lock."""
+        with self._lock:
+            return self._connection().execute(sql, list(args)).fetchall()
 
     def _writable(self) -> None:
         if self.read_only:
-            raise LogError(f"the log {self.path} was opened read-only", hint="open EventLog(path) without read_only to write")
+            raise LogError(f"the log {self.path} was opened read-only",
+                           hint="open EventLog(path) without read_only to write")
 
     # -- writing -------------------------------------------------------------
     def start_run(self, question: str, config: Mapping[str, Any], run_id: str | None = None) -> str:
         """Create a run (status 'running') and return its id."""
         self._writable()
         run_id = run_id or _time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-        with self._lock:
-            if self._con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]:
+        with self._transaction() as con:
+            if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]:
                 raise LogError(f"run {run_id} already exists in {self.path}", hint="omit run_id to get a fresh one")
-            self._con.execute("INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL, NULL)",
-                              [run_id, question, json.dumps(dict(config), default=str), _time.time()])
+            con.execute("INSERT INTO runs (run_id, question, config, status, started_at) VALUES (?, ?, ?, 'running', ?)",
+                        [run_id, question, json.dumps(dict(config), default=str), _time.time()])
         return run_id
 
     def append(self, run_id: str, type: str, *, agent: str, payload: Mapping[str, Any], time: int,
@@ -230,10 +259,8 @@ class EventLog:
         """Append one event and commit it; returns it with its sequence number."""
         self._writable()
         wall, body = _time.time(), json.dumps(payload, ensure_ascii=False)
-        with self._lock:
-            seq = self._con.execute(
-                "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-                [run_id, time, wall, agent, type, body, parent_seq]).fetchone()[0]
+        seq = self._query(_INSERT_EVENT, [run_id, time, wall, agent, type, body, parent_seq])[0][0]
+        # the payload as a reader will see it (tuples become lists), so live and replayed events are equal
         return Event(seq, run_id, time, wall, agent, type, json.loads(body), parent_seq)
 
     def add_checkpoint(self, run_id: str, *, time: int, label: str, snapshot: Mapping[str, Any], agent: str,
@@ -241,20 +268,13 @@ class EventLog:
         """Append a 'checkpoint' event and its snapshot row in one transaction."""
         self._writable()
         wall = _time.time()
-        with self._lock:
-            self._con.execute("BEGIN TRANSACTION")
-            try:
-                cid = self._con.execute("SELECT nextval('checkpoint_id')").fetchone()[0]
-                payload = {"checkpoint_id": cid, "label": label}
-                seq = self._con.execute(
-                    "INSERT INTO events VALUES (nextval('event_seq'), ?, ?, ?, ?, 'checkpoint', ?, ?) RETURNING seq",
-                    [run_id, time, wall, agent, json.dumps(payload), parent_seq]).fetchone()[0]
-                self._con.execute("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?)",
-                                  [cid, run_id, seq, time, label, json.dumps(snapshot, ensure_ascii=False)])
-                self._con.execute("COMMIT")
-            except Exception:
-                self._con.execute("ROLLBACK")
-                raise
+        with self._transaction() as con:
+            cid = con.execute("SELECT nextval('checkpoint_id')").fetchone()[0]
+            payload = {"checkpoint_id": cid, "label": label}
+            seq = con.execute(_INSERT_EVENT, [run_id, time, wall, agent, "checkpoint", json.dumps(payload),
+                                              parent_seq]).fetchone()[0]
+            con.execute("INSERT INTO checkpoints (id, run_id, seq, time, label, snapshot) VALUES (?, ?, ?, ?, ?, ?)",
+                        [cid, run_id, seq, time, label, json.dumps(snapshot, ensure_ascii=False)])
         return (Event(seq, run_id, time, wall, agent, "checkpoint", payload, parent_seq),
                 Checkpoint(cid, run_id, seq, time, label, dict(snapshot)))
 
@@ -263,28 +283,22 @@ class EventLog:
                         seconds: float | None, agent: str | None = None, seq: int | None = None) -> int:
         """Log one LLM call (rendered messages, raw output, tokens, seconds); returns its id."""
         self._writable()
-        with self._lock:
-            return self._con.execute(
-                "INSERT INTO llm_calls VALUES (nextval('llm_call_id'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                [run_id, seq, agent, model, json.dumps(prompt, ensure_ascii=False), output, prompt_tokens,
-                 completion_tokens, seconds, _time.time()]).fetchone()[0]
+        return self._query(
+            f"INSERT INTO llm_calls ({_LLM_COLUMNS}) VALUES (nextval('llm_call_id'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "RETURNING id",
+            [run_id, seq, agent, model, json.dumps(prompt, ensure_ascii=False), output, prompt_tokens,
+             completion_tokens, seconds, _time.time()])[0][0]
 
     def finish_run(self, run_id: str, answer: str | None, status: str, stats: Mapping[str, Any], *,
                    uncertain: bool = False, payload: Mapping[str, Any] | None = None) -> None:
         """Close a run: its status and stats, and its answer row."""
         self._writable()
-        with self._lock:
-            self.get_run(run_id)
-            self._con.execute("BEGIN TRANSACTION")
-            try:
-                self._con.execute("UPDATE runs SET status = ?, finished_at = ?, stats = ? WHERE run_id = ?",
-                                  [status, _time.time(), json.dumps(dict(stats), default=str), run_id])
-                self._con.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
-                                  [run_id, answer, uncertain, json.dumps(dict(payload or {}), default=str)])
-                self._con.execute("COMMIT")
-            except Exception:
-                self._con.execute("ROLLBACK")
-                raise
+        self.get_run(run_id)
+        with self._transaction() as con:
+            con.execute("UPDATE runs SET status = ?, finished_at = ?, stats = ? WHERE run_id = ?",
+                        [status, _time.time(), json.dumps(dict(stats), default=str), run_id])
+            con.execute("INSERT OR REPLACE INTO answers (run_id, answer, uncertain, payload) VALUES (?, ?, ?, ?)",
+                        [run_id, answer, uncertain, json.dumps(dict(payload or {}), default=str)])
 
     # -- reading -------------------------------------------------------------
     def events(self, run_id: str, *, types: Iterable[str] | None = None) -> list[Event]:
@@ -294,48 +308,40 @@ class EventLog:
             kinds = list(types)
             sql += f" AND type IN ({', '.join('?' * len(kinds))})" if kinds else " AND FALSE"
             args += kinds
-        with self._lock:
-            rows = self._con.execute(sql + " ORDER BY seq", args).fetchall()
+        rows = self._query(sql + " ORDER BY seq", args)
         return [Event(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7]) for r in rows]
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         """A run's checkpoints in order."""
-        with self._lock:
-            rows = self._con.execute("SELECT id, run_id, seq, time, label, snapshot FROM checkpoints "
-                                     "WHERE run_id = ? ORDER BY seq", [run_id]).fetchall()
+        rows = self._query("SELECT id, run_id, seq, time, label, snapshot FROM checkpoints "
+                           "WHERE run_id = ? ORDER BY seq", [run_id])
         return [Checkpoint(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
 
     def llm_calls(self, run_id: str) -> list[dict[str, Any]]:
         """A run's LLM calls in order, prompts decoded."""
-        with self._lock:
-            cur = self._con.execute("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", [run_id])
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r)) for r in cur.fetchall()]
-        for row in rows:
+        rows = self._query(f"SELECT {_LLM_COLUMNS} FROM llm_calls WHERE run_id = ? ORDER BY id", [run_id])
+        out = [dict(zip(_LLM_COLUMNS.split(", "), r)) for r in rows]
+        for row in out:
             row["prompt"] = json.loads(row["prompt"])
-        return rows
+        return out
 
     def runs(self, last: int = 20) -> list[dict[str, Any]]:
-        """The most recent runs, newest first, with their answers."""
+        """The most recent runs, newest first, with their answers and event counts."""
         return self._run_rows("ORDER BY r.started_at DESC, r.run_id DESC LIMIT ?", [int(last)])
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         """One run with its answer, or RunNotFoundError."""
-        rows = self._run_rows("AND r.run_id = ?", [run_id], where=True)
+        rows = self._run_rows("WHERE r.run_id = ?", [run_id])
         if not rows:
             raise RunNotFoundError(f"no run {run_id!r} in {self.path}", hint="list runs with `reagent trace list`")
         return rows[0]
 
-    def _run_rows(self, tail: str, args: list, where: bool = False) -> list[dict[str, Any]]:
-        sql = ("SELECT r.run_id, r.question, r.config, r.status, r.started_at, r.finished_at, r.stats, "
-               "a.answer, a.uncertain, a.payload, (SELECT count(*) FROM events e WHERE e.run_id = r.run_id) "
-               "FROM runs r LEFT JOIN answers a USING (run_id) ")
-        sql += ("WHERE TRUE " + tail) if where else tail
-        with self._lock:
-            rows = self._con.execute(sql, args).fetchall()
-        keys = ["run_id", "question", "config", "status", "started_at", "finished_at", "stats",
-                "answer", "uncertain", "answer_payload", "events"]
-        out = [dict(zip(keys, r)) for r in rows]
+    def _run_rows(self, tail: str, args: list) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT r.run_id, r.question, r.config, r.status, r.started_at, r.finished_at, r.stats, a.answer, "
+            "a.uncertain, a.payload, (SELECT count(*) FROM events e WHERE e.run_id = r.run_id) "
+            "FROM runs r LEFT JOIN answers a USING (run_id) " + tail, args)
+        out = [dict(zip(_RUN_KEYS, r)) for r in rows]
         for row in out:
             for key in ("config", "stats", "answer_payload"):
                 row[key] = json.loads(row[key]) if row[key] is not None else None

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import duckdb
@@ -28,6 +29,24 @@ def test_new_log_is_migrated_once(tmp_path: Path) -> None:
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT version FROM schema_version ORDER BY version").fetchall() == [
         (v,) for v in range(1, SCHEMA_VERSION + 1)]
+    con.close()
+
+
+def test_numbered_migrations_upgrade_old_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log.duckdb"
+    with EventLog(path) as log:
+        run = log.start_run("q", {})
+        log.append(run, "note", agent="a", payload={}, time=1)
+    extra = ("events.tag", ["ALTER TABLE events ADD COLUMN tag VARCHAR"])
+    monkeypatch.setattr(logmod, "MIGRATIONS", [*logmod.MIGRATIONS, extra])
+    with pytest.raises(LogError, match="open it once for writing"):
+        EventLog(path, read_only=True)
+    with EventLog(path) as log:
+        assert log.schema_version == SCHEMA_VERSION + 1 and len(log.events(run)) == 1
+        log.append(run, "note", agent="a", payload={}, time=2)  # still works with the new column
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT max(version), count(*) FROM schema_version").fetchone() == (SCHEMA_VERSION + 1,) * 2
+    assert "tag" in [r[0] for r in con.execute("DESCRIBE events").fetchall()]
     con.close()
 
 
@@ -101,6 +120,29 @@ def test_in_process_reader_while_writing_reads_a_copy(tmp_path: Path) -> None:
         assert not copy_dir.exists()
         writer.append(run, "note", agent="a", payload={"t": 4}, time=4)
     assert len(EventLog(path, read_only=True).events(run)) == 4
+
+
+def test_writers_in_threads_and_two_writers_in_one_process_are_serialised(tmp_path: Path) -> None:
+    path = tmp_path / "log.duckdb"
+    first, second = EventLog(path), EventLog(path)
+    run = first.start_run("q", {})
+
+    def write(log: EventLog, who: str) -> None:
+        for t in range(40):
+            log.append(run, "note", agent=who, payload={"t": t}, time=t)
+
+    threads = [threading.Thread(target=write, args=(log, f"w{i % 2}")) for i, log in enumerate([first, second] * 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    events = first.events(run)
+    assert len(events) == 160 and len({e.seq for e in events}) == 160
+    assert sorted(e.payload["t"] for e in events if e.agent == "w0") == sorted(list(range(40)) * 2)
+    first.close()
+    with pytest.raises(LogError, match="closed"):
+        first.events(run)
+    second.close()
 
 
 def test_in_memory_log() -> None:
