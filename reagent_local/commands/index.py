@@ -1,8 +1,107 @@
-"""Placeholder: the `index` command is being written."""
+"""`reagent index`: build, list and inspect retrieval indexes."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import click
+
+from ..retrieval.dense import FAISS_TYPES
+from ..retrieval.readers import FORMATS
+from .common import config_from, echo_json, info
 
 
 @click.group(name="index")
 def index() -> None:
-    """(not yet available)"""
+    """Retrieval indexes: FAISS (dense) + BM25 (sparse) over passages."""
+
+
+@index.command(name="build")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Index name (letters, digits, -, _, .).")
+@click.option("--format", "fmt", type=click.Choice(("auto", *FORMATS)), default="auto", show_default=True,
+              help="How to read SOURCE: a MediaWiki dump, JSONL {title,text}, DPR TSV, or a benchmark file.")
+@click.option("--limit", type=int, default=None, help="Keep only the first N documents (articles, lines, rows, paragraphs).")
+@click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), default="auto", show_default=True,
+              help="Dense index: exact (flat), approximate (hnsw), or chosen by corpus size.")
+@click.option("--no-kg", is_flag=True, help="Do not extract the infobox knowledge graph from a dump.")
+@click.option("--force", is_flag=True, help="Replace an existing index of that name.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def build_cmd(source: Path, name: str, fmt: str, limit: int | None, faiss_type: str, no_kg: bool,
+              force: bool, quiet: bool) -> None:
+    """Build index NAME from SOURCE; an interrupted build resumes when run again."""
+    from ..retrieval import build_index
+
+    path = build_index(source, name, config_from(), fmt=fmt, limit=limit, kg=not no_kg, force=force,
+                       progress=not quiet, faiss_type=faiss_type)
+    info(f"built {path}")
+    _print_info(name)
+
+
+@index.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifests as JSON.")
+def list_cmd(as_json: bool) -> None:
+    """List the built indexes."""
+    from ..retrieval.layout import interrupted_builds, list_indexes
+
+    config = config_from()
+    found = list_indexes(config)
+    if as_json:
+        echo_json(found)
+        return
+    if not found:
+        info(f"no indexes under {config.paths.indexes}; build one with `reagent index build SOURCE --name NAME`")
+    for m in found:
+        click.echo(f"{m['name']:<40} {m.get('passages', '?'):>9} passages  {m.get('reader', '?'):<8} "
+                   f"{m.get('faiss', {}).get('type', '?'):<5} {_size(m['size_bytes']):>9}  {m.get('created', '')}")
+    for name in interrupted_builds(config):
+        info(f"{name}: interrupted build (run the same `reagent index build` again to resume)")
+
+
+@index.command(name="info")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def info_cmd(name: str, as_json: bool) -> None:
+    """Show an index's manifest: source, passages, embedder, FAISS type, timings, versions, KG."""
+    _print_info(name, as_json)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _print_info(name: str, as_json: bool = False) -> None:
+    from ..retrieval.layout import folder_size, read_manifest, resolve_index
+
+    path = resolve_index(name, config_from())
+    m = read_manifest(path)
+    m = {**m, "path": str(path), "size_bytes": folder_size(path)}
+    if as_json:
+        echo_json(m)
+        return
+    source, emb, faiss = m.get("source", {}), m.get("embedder", {}), m.get("faiss", {})
+    rate = (m.get("embedding") or {}).get("passages_per_second")
+    lines = [
+        f"index      {m.get('name', path.name)}  ({path}, {_size(m['size_bytes'])})",
+        f"source     {source.get('path')}  sha256 {str(source.get('sha256'))[:16]}...",
+        f"reader     {m.get('reader')}  documents {m.get('documents')}  passages {m.get('passages')}"
+        + (f"  limit {m['limit']}" if m.get("limit") else ""),
+        f"embedder   {emb.get('name')} ({emb.get('dimension')}-d)" + (f"  {rate:,.1f} passages/s" if rate else ""),
+        f"faiss      {faiss.get('type')} {faiss.get('params') or ''}".rstrip(),
+        f"bm25       {(m.get('bm25') or {}).get('method')}  vocabulary {(m.get('bm25') or {}).get('vocabulary')}",
+        f"built      {m.get('created')} in {m.get('build_seconds')} s  "
+        + "  ".join(f"{k} {v} s" for k, v in (m.get("seconds") or {}).items()),
+        "versions   " + "  ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items()),
+    ]
+    kg = m.get("kg")
+    if kg:
+        lines.append(f"kg         {kg.get('triples')} triples")
+        for relation, count in sorted((kg.get("by_relation") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"             {relation:<24} {count}")
+    else:
+        lines.append("kg         none")
+    click.echo("\n".join(lines))

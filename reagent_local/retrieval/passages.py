@@ -43,6 +43,13 @@ def _units(text: str) -> list[tuple[str, str]]:
     return units
 
 
+def _is_heading(units: list[tuple[str, str]], i: int) -> bool:
+    """A short line of its own without final punctuation: a section heading."""
+    text, sep = units[i]
+    whole_line = sep == "\n" and (i == 0 or units[i - 1][1] == "\n")
+    return whole_line and len(text.split()) <= 8 and text[-1] not in ".!?:;,\"')]"
+
+
 def _join(units: list[tuple[str, str]]) -> str:
     return "".join(text + sep for text, sep in units).strip()
 
@@ -60,7 +67,9 @@ def split_passages(text: str, target_words: int = TARGET_WORDS) -> list[str]:
         raise ValueError("target_words must be at least 1")
     limit = int(target_words * 1.5)
     pieces: list[tuple[str, str, int]] = []  # (text, separator after it, word count)
-    for unit, sep in _units(text):
+    units = _units(text)
+    headings = {units[i] for i in range(len(units)) if _is_heading(units, i)}
+    for unit, sep in units:
         words = unit.split()
         if len(words) > limit:
             chunks = [words[i:i + target_words] for i in range(0, len(words), target_words)]
@@ -72,8 +81,12 @@ def split_passages(text: str, target_words: int = TARGET_WORDS) -> list[str]:
     count = 0
     for unit, sep, n in pieces:
         if current and count + n > target_words and count >= target_words // 2:
-            passages.append((current, count))
-            current, count = [], 0
+            carried: list[tuple[str, str]] = []
+            while len(current) > 1 and current[-1] in headings:  # a heading opens the next passage
+                carried.insert(0, current.pop())
+            carried_words = sum(len(t.split()) for t, _ in carried)
+            passages.append((current, count - carried_words))
+            current, count = carried, carried_words
         current.append((unit, sep))
         count += n
     if current:

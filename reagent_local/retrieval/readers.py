@@ -79,13 +79,14 @@ def detect_format(path: Path) -> str:
 
 
 def read_wikixml(path: Path) -> Iterator[Document]:
-    """Main-namespace articles of a MediaWiki dump as plain text; redirects skipped."""
+    """Main-namespace articles of a MediaWiki dump as plain text; redirects skipped.
+
+    Every article is yielded, even one whose text strips to nothing, so that
+    "the first N articles" means the same here as in the knowledge-graph builder.
+    """
     for page in iter_pages(path):
-        if not page.is_article:
-            continue
-        text = strip_wikitext(page.wikitext)
-        if text:
-            yield Document(page.title, text)
+        if page.is_article:
+            yield Document(page.title, strip_wikitext(page.wikitext))
 
 
 def read_jsonl(path: Path) -> Iterator[Document]:

@@ -1,0 +1,117 @@
+"""Retrieval benchmark: recall@k of the gold supporting paragraphs, and query latency.
+
+For a benchmark file, builds (or reuses) the open-corpus index of all its questions'
+paragraphs, then searches every sampled question in each mode. A gold paragraph is
+found when a hit has its title and text (where the dataset names only titles, its
+title). Two recalls per k: ``recall`` is the mean fraction of a question's gold
+paragraphs in the top k; ``all`` is the share of questions with every one of them there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..config import Config
+from ..datasets import Question, load_questions
+from ..errors import IndexNotFoundError
+from .build import build_index
+from .index import MODES, Index
+from .layout import benchmark_index_name
+
+KS = (2, 5, 10)
+
+
+def open_benchmark_index(file: Path, dataset: str | None, config: Config, *, progress: bool = False) -> Index:
+    """The open-corpus index of a benchmark file, built first when it does not exist yet."""
+    name = benchmark_index_name(file)
+    try:
+        return Index.open(name, config)
+    except IndexNotFoundError:
+        build_index(file, name, config, fmt=dataset or "auto", kg=False, progress=progress)
+        return Index.open(name, config)
+
+
+def _found(question: Question, titles: Sequence[str], texts: Sequence[str]) -> list[bool]:
+    """For each gold paragraph of the question, whether the ranked hits contain it."""
+    if question.supporting:
+        pairs = set(zip(titles, texts))
+        return [(p.title, p.text) in pairs for p in question.supporting]
+    names = set(titles)
+    return [t in names for t in question.supporting_titles]
+
+
+def run_retrieval_bench(
+    file: Path,
+    config: Config,
+    *,
+    dataset: str | None = None,
+    n: int | None = None,
+    seed: int = 13,
+    ks: Sequence[int] = KS,
+    modes: Sequence[str] = MODES,
+    progress: bool = False,
+) -> dict:
+    """Recall@k per mode and latency percentiles over the sampled questions; returns the report."""
+    from ..bench.sampling import sample_questions  # the same draw as the QA benchmark runner
+
+    file = Path(file)
+    questions = load_questions(file, dataset)
+    dataset = questions[0].dataset if questions else dataset
+    sample = [q for q in sample_questions(questions, n, seed) if q.supporting or q.supporting_titles]
+    depth = max(ks)
+    report: dict = {"dataset": dataset, "file": str(file), "n": len(sample), "seed": seed, "ks": list(ks), "modes": {}}
+    with open_benchmark_index(file, dataset, config, progress=progress) as index:
+        report["index"] = index.name
+        report["passages"] = index.manifest["passages"]
+        index.search(sample[0].question if sample else "warm up", k=depth, mode="hybrid")  # load models and files
+        for mode in modes:
+            latencies, hits_found = [], []
+            for question in sample:
+                began = time.perf_counter()
+                hits = index.search(question.question, k=depth, mode=mode)
+                latencies.append((time.perf_counter() - began) * 1000)
+                titles = [h.passage.title for h in hits]
+                texts = [h.passage.text for h in hits]
+                hits_found.append([_found(question, titles[:k], texts[:k]) for k in ks])
+            report["modes"][mode] = _summarise(hits_found, latencies, ks)
+    return report
+
+
+def _summarise(found: list[list[list[bool]]], latencies: list[float], ks: Sequence[int]) -> dict:
+    recall = {str(k): float(np.mean([sum(f[i]) / len(f[i]) for f in found])) if found else 0.0 for i, k in enumerate(ks)}
+    every = {str(k): float(np.mean([all(f[i]) for f in found])) if found else 0.0 for i, k in enumerate(ks)}
+    lat = np.asarray(latencies) if latencies else np.zeros(1)
+    return {"recall": recall, "all": every,
+            "latency_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95))}}
+
+
+def format_table(report: dict) -> str:
+    """The report as a fixed-width table: recall and all-found at each k, latency p50/p95."""
+    ks = report["ks"]
+    head = ["mode"] + [f"R@{k}" for k in ks] + [f"all@{k}" for k in ks] + ["p50 ms", "p95 ms"]
+    rows = [head]
+    for mode, values in report["modes"].items():
+        rows.append(
+            [mode]
+            + [f"{values['recall'][str(k)]:.3f}" for k in ks]
+            + [f"{values['all'][str(k)]:.3f}" for k in ks]
+            + [f"{values['latency_ms']['p50']:.1f}", f"{values['latency_ms']['p95']:.1f}"]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+    title = (f"{report['dataset']}: {report['n']} questions, open corpus of {report['passages']} passages "
+             f"(index {report['index']})")
+    return "\n".join([title, *lines])
+
+
+def write_report(report: dict, path: Path) -> Path:
+    """Write the report as JSON (creating the folder)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return path

@@ -1,0 +1,319 @@
+"""Build an index folder: passages (DuckDB), dense vectors (FAISS), BM25, manifest.
+
+The build writes into ``indexes/.NAME.building/`` and renames it to ``indexes/NAME``
+only when everything is written, so an interrupted build never looks complete.
+Embeddings are saved in shards (``embeddings/shard-NNNNNN.npy``); running the same
+build again reuses the finished shards. Bad input removes the temporary folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..config import Config
+from ..errors import IndexBuildError, ReagentError
+from .dense import build_faiss, choose_type
+from .embed import Embedder
+from .layout import MANIFEST, building_dir, index_dir, validate_name
+from .passages import TARGET_WORDS, index_text, split_passages
+from .progress import Reporter, reporter
+from .readers import FORMATS, detect_format, read_documents
+from .sparse import SUBDIR as BM25_DIR
+from .sparse import build_bm25
+from .store import FILENAME as PASSAGES_FILE
+from .store import PassageStore, PassageWriter
+
+SHARD_SIZE = 4096
+STATE = "build-state.json"
+_VERSIONED = ("faiss-cpu", "bm25s", "PyStemmer", "sentence-transformers", "torch", "duckdb", "mwparserfromhell", "numpy")
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of the libraries an index depends on."""
+    out = {}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    from .. import __version__
+
+    out["reagent-local"] = __version__
+    return out
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _load_state(folder: Path, key: dict, report: Reporter) -> dict:
+    """The saved state of an interrupted build with the same inputs, else a fresh folder."""
+    state_path = folder / STATE
+    if state_path.is_file():
+        try:
+            state = json.loads(state_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            state = {}
+        if state.get("key") == key:
+            report.note(f"resuming the interrupted build in {folder}")
+            return state
+    if folder.exists():
+        report.note(f"discarding an interrupted build with other inputs in {folder}")
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    state = {"key": key, "passages": None, "documents": None, "seconds": {}}
+    _write_json(state_path, state)
+    return state
+
+
+def _write_passages(source: Path, fmt: str, folder: Path, limit: int | None, report: Reporter) -> tuple[int, int]:
+    """Stream documents into the passage table; return (documents, passages)."""
+    writer = PassageWriter(folder / PASSAGES_FILE)
+    handle = report.step("reading documents", limit, "docs")
+    documents = 0
+    try:
+        for document in read_documents(source, fmt):
+            if limit is not None and documents >= limit:
+                break
+            pieces = split_passages(document.text) if document.split else [document.text.strip()]
+            for text in pieces:
+                if text:
+                    writer.add(document.title, text)
+            documents += 1
+            report.advance(handle)
+        report.finish(handle)
+    except BaseException:
+        writer.abort()
+        raise
+    if writer.count == 0:
+        writer.abort()
+        kind = "articles" if fmt == "wikixml" else "documents with text"
+        raise IndexBuildError(
+            f"{source} contains no {kind} (read as {fmt})",
+            hint="check that it is the right file, or pass the right --format",
+        )
+    return documents, writer.finish()
+
+
+def _shard_path(folder: Path, number: int) -> Path:
+    return folder / "embeddings" / f"shard-{number:06d}.npy"
+
+
+def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder, report: Reporter) -> dict:
+    """Embed every passage in shards, skipping shards already on disk; return timing."""
+    (folder / "embeddings").mkdir(exist_ok=True)
+    shards = (count + SHARD_SIZE - 1) // SHARD_SIZE
+    handle = report.step("embedding passages", count, "passages")
+    done, seconds, reused = 0, 0.0, 0
+    for number in range(shards):
+        start, stop = number * SHARD_SIZE, min(count, (number + 1) * SHARD_SIZE)
+        path = _shard_path(folder, number)
+        if path.is_file() and np.load(path, mmap_mode="r").shape[0] == stop - start:
+            reused += stop - start
+            report.advance(handle, stop - start)
+            continue
+        texts = [index_text(title, text) for title, text in store.iter_range(start, stop)]
+        began = time.perf_counter()
+        vectors = embedder.encode(texts)
+        seconds += time.perf_counter() - began
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as stream:
+            np.save(stream, vectors)
+        os.replace(tmp, path)
+        done += len(texts)
+        report.advance(handle, len(texts))
+    report.finish(handle)
+    rate = done / seconds if seconds else None
+    return {"passages": done, "reused": reused, "seconds": round(seconds, 3), "passages_per_second": rate}
+
+
+def _iter_shards(folder: Path, count: int) -> Iterator[np.ndarray]:
+    for number in range((count + SHARD_SIZE - 1) // SHARD_SIZE):
+        yield np.load(_shard_path(folder, number))
+
+
+@contextmanager
+def _build_lock(config: Config, name: str) -> Iterator[None]:
+    """Hold ``indexes/.NAME.lock`` so two processes never build the same index at once."""
+    path = config.paths.indexes / f".{name}.lock"
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            try:
+                pid = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and _alive(pid):
+                raise IndexBuildError(
+                    f"another process (pid {pid}) is building index {name!r} right now",
+                    hint="wait for it to finish, or stop it and run the build again to resume",
+                ) from None
+            path.unlink(missing_ok=True)  # left by a process that died
+    else:
+        raise IndexBuildError(f"cannot take the build lock {path}", hint="remove the file if no build is running")
+    try:
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _check_kg_available() -> None:
+    if importlib.util.find_spec("reagent_local.kg.build") is None:
+        raise IndexBuildError(
+            "the knowledge-graph builder (reagent_local.kg.build) is not available in this installation",
+            hint="pass --no-kg (kg=False) to build the index without a knowledge graph",
+        )
+
+
+def build_index(
+    source: Path,
+    name: str,
+    config: Config,
+    *,
+    fmt: str = "auto",
+    limit: int | None = None,
+    kg: bool = True,
+    force: bool = False,
+    progress: bool = True,
+    faiss_type: str = "auto",
+    embedder: Embedder | None = None,
+) -> Path:
+    """Build index ``name`` from ``source`` and return its folder (``config.paths.indexes / name``).
+
+    ``fmt`` is one of "auto" or readers.FORMATS; ``limit`` keeps the first N documents
+    (articles, lines, rows or paragraphs); ``kg`` also extracts the infobox knowledge
+    graph when the source is a dump; ``force`` replaces an existing index.
+    """
+    began = time.perf_counter()
+    validate_name(name)
+    source = Path(source).expanduser().resolve()
+    if not source.is_file():
+        raise IndexBuildError(f"{source} does not exist or is not a file", hint="check the SOURCE path")
+    if limit is not None and limit < 1:
+        raise IndexBuildError(f"--limit must be at least 1, got {limit}")
+    final = index_dir(config, name)
+    if final.exists() and not force:
+        raise IndexBuildError(f"index {name!r} already exists at {final}", hint="pass --force to rebuild it, or choose another --name")
+    if fmt == "auto":
+        fmt = detect_format(source)
+    elif fmt not in FORMATS:
+        raise IndexBuildError(f"unknown format {fmt!r}", hint=f"choose one of auto, {', '.join(FORMATS)}")
+    with_kg = kg and fmt == "wikixml"
+    if with_kg:
+        _check_kg_available()
+    faiss_kind_requested = faiss_type
+    choose_type(faiss_kind_requested, 0)  # validate the flag before any work
+    embedder = embedder or Embedder(config.retrieval.embedder)
+    sha256 = file_sha256(source)
+    key = {"source": str(source), "sha256": sha256, "format": fmt, "limit": limit,
+           "embedder": embedder.name, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
+    folder = building_dir(config, name)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(config, name), reporter(progress) as report:
+        state = _load_state(folder, key, report)
+        try:
+            manifest = _run_steps(source, fmt, limit, with_kg, faiss_kind_requested, embedder, folder, state, report)
+        except ReagentError:
+            shutil.rmtree(folder, ignore_errors=True)  # bad input: nothing half-built stays
+            raise
+        except KeyboardInterrupt:
+            raise IndexBuildError(
+                f"the build of {name!r} was interrupted; finished embedding batches are kept in {folder}",
+                hint="run the same command again to resume",
+            ) from None
+        manifest.update(
+            name=name, source={"path": str(source), "sha256": sha256, "bytes": source.stat().st_size},
+            format=fmt, limit=limit, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            build_seconds=round(time.perf_counter() - began, 3), versions=library_versions(),
+        )
+        _write_json(folder / MANIFEST, manifest)
+        (folder / STATE).unlink()
+        _swap_in(folder, final)
+    return final
+
+
+def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_type: str,
+               embedder: Embedder, folder: Path, state: dict, report: Reporter) -> dict:
+    """Passages, embeddings, FAISS, BM25, knowledge graph; returns the manifest body."""
+    seconds = state["seconds"]
+    if state["passages"] is None:
+        began = time.perf_counter()
+        state["documents"], state["passages"] = _write_passages(source, fmt, folder, limit, report)
+        seconds["passages"] = round(time.perf_counter() - began, 3)
+        _write_json(folder / STATE, state)
+    count = state["passages"]
+    store = PassageStore(folder / PASSAGES_FILE)
+    try:
+        began = time.perf_counter()
+        embedding = _embed(store, count, folder, embedder, report)
+        seconds["embedding"] = round(time.perf_counter() - began, 3)
+        dimension = int(np.load(_shard_path(folder, 0), mmap_mode="r").shape[1])
+        began = time.perf_counter()
+        faiss_info = build_faiss(_iter_shards(folder, count), choose_type(faiss_type, count), dimension, folder / "dense.faiss")
+        seconds["faiss"] = round(time.perf_counter() - began, 3)
+        began = time.perf_counter()
+        bm25_info = build_bm25((index_text(t, x) for t, x in store.iter_range(0, count)), folder / BM25_DIR)
+        seconds["bm25"] = round(time.perf_counter() - began, 3)
+    finally:
+        store.close()
+    shutil.rmtree(folder / "embeddings")  # the FAISS index holds the vectors now
+    manifest = {
+        "reader": fmt, "documents": state["documents"], "passages": count,
+        "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl") else None,
+        "embedder": {"name": embedder.name, "dimension": dimension},
+        "embedding": embedding, "faiss": faiss_info, "bm25": bm25_info, "seconds": seconds,
+    }
+    if with_kg:
+        from ..kg.build import build_kg
+
+        began = time.perf_counter()
+        manifest["kg"] = build_kg(source, folder, limit=limit)
+        seconds["kg"] = round(time.perf_counter() - began, 3)
+    return manifest
+
+
+def _swap_in(folder: Path, final: Path) -> None:
+    """Rename the finished build into place, replacing an old index only now."""
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+    os.replace(folder, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
