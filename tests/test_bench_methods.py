@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from reagent_local.bench.fakes import KeywordRetriever
 from reagent_local.bench.methods import MethodContext, MethodResult
 from reagent_local.bench.registry import METHODS, build_method, check_methods, register_method
 from reagent_local.config import load_config
 from reagent_local.errors import BenchRunError, LLMOutputError
 from reagent_local.retrieval.passages import Passage
-from reagent_local.testing import Rule, ScriptedLLM
+from reagent_local.testing import InMemoryIndex, Rule, ScriptedLLM
 
 PARAGRAPHS = [
     ("Moving Pictures", "Moving Pictures is the eighth studio album by the Canadian rock band Rush."),
@@ -25,10 +24,17 @@ PARAGRAPHS = [
 QUESTION = "Which band released Moving Pictures and had the drummer Neil Peart?"
 
 
+def make_index(paragraphs: list[tuple[str, str]]) -> InMemoryIndex:
+    index = InMemoryIndex()
+    for n, (title, text) in enumerate(paragraphs):
+        index.add(title, text, n)
+    return index
+
+
 def make_ctx(llm: ScriptedLLM, top_k: int = 2, rounds: int = 3) -> MethodContext:
     config = load_config({"retrieval.top_k": top_k, "retrieval.passage_chars": 120,
                           "pipeline.max_retrieval_rounds": rounds}, env={})
-    return MethodContext(config, llm, retriever=KeywordRetriever(PARAGRAPHS))
+    return MethodContext(config, llm, retriever=make_index(PARAGRAPHS))
 
 
 def test_closed_book_sends_no_passages() -> None:
@@ -46,12 +52,12 @@ def test_rag_cites_top_k_and_cuts_passages() -> None:
     ctx = make_ctx(llm, top_k=2)
     result = build_method("rag", ctx).answer(QUESTION)
     assert result.prediction == "Rush"
-    assert [p.title for p in result.cited] == ["Moving Pictures", "Neil Peart"]
+    assert [p.title for p in result.cited] == ["Neil Peart", "Moving Pictures"]
     sent = llm.requests[0].messages[-1]["content"]
-    assert "[1] Moving Pictures:" in sent and "[2] Neil Peart:" in sent and "[3]" not in sent
+    assert "[1] Neil Peart:" in sent and "[2] Moving Pictures:" in sent and "[3]" not in sent
     # the long Neil Peart paragraph is cut to passage_chars (120) characters
-    peart_line = next(line for line in sent.splitlines() if line.startswith("[2]"))
-    assert len(peart_line) == len("[2] Neil Peart: ") + 120
+    peart_line = next(line for line in sent.splitlines() if line.startswith("[1]"))
+    assert len(peart_line) == len("[1] Neil Peart: ") + 120
 
 
 def test_model_output_error_becomes_an_error_result() -> None:
@@ -72,7 +78,7 @@ def test_ircot_retrieves_with_its_thought_until_it_answers() -> None:
     assert result.prediction == "Rush" and result.llm_calls == 2
     assert ctx.retriever.queries == [QUESTION, "Which band was formed in Toronto in 1968?"]
     titles = [p.title for p in result.cited]
-    assert titles[:2] == ["Moving Pictures", "Neil Peart"] and "Rush (band)" in titles[2:]
+    assert titles[:2] == ["Neil Peart", "Moving Pictures"] and "Rush (band)" in titles[2:]
     first, second = (r.messages[-1]["content"] for r in llm.requests)
     # new passages are appended after the old ones: the second prompt extends the first's passage block
     block = first.split("\n\nSteps so far:")[0]

@@ -25,11 +25,10 @@ from reagent_local.errors import BenchRunError
 DRIVER = r'''
 import json, os, re, sys, time
 from pathlib import Path
-from reagent_local.bench.fakes import KeywordRetriever
 from reagent_local.bench.runner import run_benchmark
 from reagent_local.config import load_config
 from reagent_local.datasets import load_questions, open_corpus
-from reagent_local.testing import Rule, ScriptedLLM
+from reagent_local.testing import InMemoryIndex, Rule, ScriptedLLM
 
 N_QUESTIONS = 8
 METHODS = ["closed-book", "rag", "ircot"]
@@ -70,7 +69,9 @@ def respond(messages, schema):
 def build(data_file):
     llm = ScriptedLLM(rules=[Rule(respond)])
     questions = load_questions(data_file, "hotpotqa")
-    retriever = KeywordRetriever([(p.title, p.text) for p in open_corpus(questions)])
+    retriever = InMemoryIndex()
+    for n, p in enumerate(open_corpus(questions)):
+        retriever.add(p.title, p.text, n)
     config = load_config({"retrieval.top_k": 2, "pipeline.max_retrieval_rounds": 2}, env={})
     return llm, retriever, config
 
@@ -95,6 +96,15 @@ def driver(tmp_path: Path) -> dict:
     module["write_dataset"](data)
     module["script"], module["data"] = script, data
     return module
+
+
+def index_of(paragraphs: list[tuple[str, str]]) -> "InMemoryIndex":
+    from reagent_local.testing import InMemoryIndex
+
+    index = InMemoryIndex()
+    for n, (title, text) in enumerate(paragraphs):
+        index.add(title, text, n)
+    return index
 
 
 def keys(records: list[dict]) -> list[tuple[str, str]]:
@@ -227,7 +237,6 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(driver: dict, 
 
 
 def test_musique_support_is_matched_by_title_and_text(tmp_path: Path) -> None:
-    from reagent_local.bench.fakes import KeywordRetriever
     from reagent_local.testing import Rule, ScriptedLLM
 
     record = {
@@ -242,8 +251,8 @@ def test_musique_support_is_matched_by_title_and_text(tmp_path: Path) -> None:
     data = tmp_path / "musique_tiny.jsonl"
     data.write_text(json.dumps(record) + "\n", encoding="utf-8")
     # the retriever returns both Acme paragraphs first: one supporting, one not (same title)
-    retriever = KeywordRetriever([("Acme", "Acme makes anvils for coyotes."), ("Acme", "Acme was founded by Jo Smith."),
-                                  ("Jo Smith", "Jo Smith was born in Springfield.")])
+    retriever = index_of([("Acme", "Acme makes anvils for coyotes."), ("Acme", "Acme was founded by Jo Smith."),
+                          ("Jo Smith", "Jo Smith was born in Springfield.")])
     llm = ScriptedLLM(rules=[Rule({"answer": "springfield, ohio"}, schema="SpanAnswer")])
     config = load_config({"retrieval.top_k": 2}, env={})
     run_benchmark("musique", data, config=config, methods=["rag"], out=tmp_path / "run", llm=llm, retriever=retriever)
@@ -262,13 +271,12 @@ def test_musique_support_is_matched_by_title_and_text(tmp_path: Path) -> None:
     ],
 )
 def test_real_sample_files_run_end_to_end(shared_data: Path, tmp_path: Path, dataset: str, name: str) -> None:
-    from reagent_local.bench.fakes import KeywordRetriever
     from reagent_local.datasets import load_questions, open_corpus
     from reagent_local.testing import Rule, ScriptedLLM
 
     file = shared_data / name
     questions = load_questions(file, dataset)
-    retriever = KeywordRetriever([(p.title, p.text) for p in open_corpus(questions)])
+    retriever = index_of([(p.title, p.text) for p in open_corpus(questions)])
     llm = ScriptedLLM(rules=[Rule({"answer": "yes"}, schema="SpanAnswer")])
     outcome = run_benchmark(dataset, file, config=load_config({}, env={}), n=8, seed=13,
                             methods=["closed-book", "rag"], out=tmp_path / "run", llm=llm, retriever=retriever)
@@ -279,7 +287,7 @@ def test_real_sample_files_run_end_to_end(shared_data: Path, tmp_path: Path, dat
         gold_yes = any(a.strip().lower() == "yes" for a in by_id[record["id"]].answers)
         assert record["em"] == float(gold_yes)
         if record["method"] == "rag":
-            assert len(record["cited"]) == 5 and record["support_recall"] is not None
+            assert 0 < len(record["cited"]) <= 5 and record["support_recall"] is not None
 
 
 def test_cli_rejects_unknown_methods(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -294,3 +302,42 @@ def test_cli_rejects_unknown_methods(tmp_path: Path, capsys: pytest.CaptureFixtu
         main(["bench", "run", "--dataset", "hotpotqa", "--file", str(data), "--methods", "rag,nope"])
     err = capsys.readouterr().err
     assert "unknown method(s): nope" in err and "Traceback" not in err
+
+
+def test_reagent_methods_run_through_the_real_pipeline(driver: dict, tmp_path: Path) -> None:
+    import re
+
+    from reagent_local.testing import Rule
+
+    def respond(messages, schema):
+        text = messages[-1]["content"]
+        name = schema.__name__
+        if name == "Decomposition":
+            i = re.search(r"Riv(\d+)", text).group(1)
+            return {"subquestions": [f"Which country does the river Riv{i} flow through?", "What is the capital of #1?"]}
+        if name == "SubAnswer":
+            if m := re.search(r"capital of (Land\d+)\?", text):
+                return {"answer": m.group(1).replace("Land", "City"), "passages": [1], "subject": m.group(1),
+                        "relation": "other"}
+            i = re.search(r"Riv(\d+) flow through", text).group(1)
+            return {"answer": f"Land{i}", "passages": [1], "subject": f"Riv{i}", "relation": "other"}
+        if name == "FinalAnswer":
+            return {"answer": re.findall(r"City\d+", text)[-1]}
+        raise AssertionError(f"unexpected {name} request")
+
+    llm, retriever, config = driver["build"](driver["data"])
+    llm.rules[:] = [Rule(respond)]
+    outcome = run_benchmark("hotpotqa", driver["data"], config=config, n=3, seed=2,
+                            methods=["reagent-none", "reagent-both"], out=tmp_path / "run", llm=llm, retriever=retriever)
+    records = read_records(tmp_path / "run" / RECORDS_FILE)
+    assert len(records) == 6
+    for record in records:
+        assert record["error"] is None and record["em"] == 1.0, record
+        assert record["run_id"] and record["llm_calls"] == 4 and record["uncertain"] is False
+        assert record["support_recall"] == 1.0 and record["support_precision"] == 1.0
+    assert (tmp_path / "run" / "events.duckdb").is_file()
+    from reagent_local.log import EventLog
+
+    with EventLog(tmp_path / "run" / "events.duckdb", read_only=True) as log:
+        assert log.get_run(records[0]["run_id"])["answer"] == records[0]["prediction"]
+    assert outcome.summary["methods"]["reagent-both"]["em"] == 1.0
