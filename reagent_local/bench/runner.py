@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import BudgetExceededError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
-from ..llm import LLM, LlamaModel
+from ..llm import LLM
 from .methods import Method, MethodContext, MethodResult, Retriever, error_text
 from .metrics import best_em_f1, support_scores
 from .records import RECORDS_FILE, RecordStore
@@ -78,17 +78,15 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
 
 def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
     """The configured GGUF model (loaded lazily on its first call) and its identity."""
-    from ..models import find_known, resolve_model, sha256_of
+    from ..api import load_llm
+    from ..models import find_known, sha256_of
 
-    path, model_id = resolve_model(config.llm.model, config.paths.models)
+    llm = load_llm(config.llm.model, config)
     try:
-        sha = find_known(model_id).sha256  # verified when it was pulled
+        sha = find_known(llm.model_id).sha256  # verified when it was pulled
     except ModelNotFoundError:
-        sha = sha256_of(path)
-    s = config.llm
-    llm = LlamaModel(path=path, model_id=model_id, n_ctx=s.n_ctx, n_threads=s.n_threads, n_gpu_layers=s.n_gpu_layers,
-                     chat_format=s.chat_format, seed=s.seed, temperature=s.temperature, max_tokens=s.max_tokens)
-    return llm, {"id": model_id, "path": str(path), "sha256": sha}
+        sha = sha256_of(llm.path)  # a user's own GGUF: hash it once per run start
+    return llm, {"id": llm.model_id, "path": str(llm.path), "sha256": sha}
 
 
 def benchmark_index(dataset: str, file: Path, config: Config) -> Callable[[], Retriever]:
@@ -145,6 +143,46 @@ def _progress(console: Any) -> Any:
                     TextColumn("{task.fields[score]}"), TimeElapsedColumn(), console=console)
 
 
+def _answer_all(sample: Sequence[Question], methods: Sequence[str], ctx: MethodContext, store: RecordStore,
+                console: Any) -> None:
+    """Answer every (question, method) pair not yet in the store, question by question."""
+    scores = _Scores()
+    for record in store.records:
+        scores.add(record)
+    todo = [m for m in methods if any((m, q.id) not in store.done for q in sample)]
+    if not todo:
+        return
+    warm_up(ctx, todo)
+    built: dict[str, Method] = {}
+    progress = _progress(console) if console is not None else None
+    tasks = {}
+    if progress is not None:
+        progress.start()
+        for m in methods:
+            done = sum(1 for q in sample if (m, q.id) in store.done)
+            tasks[m] = progress.add_task(m, total=len(sample), completed=done, score=scores.text(m))
+    try:
+        for question in sample:
+            for name in todo:
+                if (name, question.id) in store.done:
+                    continue
+                if name not in built:
+                    built[name] = build_method(name, ctx)
+                start = time.perf_counter()
+                try:
+                    result = built[name].answer(question.question)
+                except (LLMOutputError, BudgetExceededError) as exc:  # a user method that did not catch its own
+                    result = MethodResult(prediction="", error=error_text(exc))
+                record = make_record(name, question, result, time.perf_counter() - start)
+                store.append(record)
+                scores.add(record)
+                if progress is not None:
+                    progress.update(tasks[name], advance=1, score=scores.text(name))
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
 def run_benchmark(
     dataset: str,
     file: Path,
@@ -168,6 +206,7 @@ def run_benchmark(
     methods = check_methods(list(methods))
     file = Path(file)
     sample = sample_questions(load_questions(file, dataset), n, seed)
+    owns_llm = llm is None
     if llm is None:
         llm, model = load_model(config)
     else:
@@ -183,43 +222,14 @@ def run_benchmark(
     prepare_folder(out, fresh, resume=resume)
     ctx = MethodContext(config, llm, retriever=retriever,
                         open_retriever=benchmark_index(dataset, file, config), log_path=out / EVENTS_FILE)
-    built: dict[str, Method] = {}
-    scores = _Scores()
     store = RecordStore(out / RECORDS_FILE)
     resumed = len(store.records)
-    for record in store.records:
-        scores.add(record)
-    todo = [m for m in methods if any((m, q.id) not in store.done for q in sample)]
-    progress = _progress(console) if console is not None else None
     try:
-        if todo:
-            warm_up(ctx, todo)
-        tasks = {}
-        if progress is not None:
-            progress.start()
-            for m in methods:
-                done = sum(1 for q in sample if (m, q.id) in store.done)
-                tasks[m] = progress.add_task(m, total=len(sample), completed=done, score=scores.text(m))
-        for question in sample:
-            for name in methods:
-                if (name, question.id) in store.done:
-                    continue
-                if name not in built:
-                    built[name] = build_method(name, ctx)
-                start = time.perf_counter()
-                try:
-                    result = built[name].answer(question.question)
-                except (LLMOutputError, BudgetExceededError) as exc:  # a user method that did not catch its own
-                    result = MethodResult(prediction="", error=error_text(exc))
-                record = make_record(name, question, result, time.perf_counter() - start)
-                store.append(record)
-                scores.add(record)
-                if progress is not None:
-                    progress.update(tasks[name], advance=1, score=scores.text(name))
+        _answer_all(sample, methods, ctx, store, console)
     finally:
-        if progress is not None:
-            progress.stop()
         store.close()
         ctx.close()
+        if owns_llm and hasattr(llm, "close"):
+            llm.close()
     summary = write_report(out)
     return RunOutcome(out, summary, len(store.records) - resumed, resumed, store.dropped_torn_line)
