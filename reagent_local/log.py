@@ -54,6 +54,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 WRITER_WAIT_SECONDS = 5.0
+# A reader during a run replays the copied write-ahead log; keeping it small keeps that fast
+# (measured: ~150 ms to open with a 1.8 MB WAL at DuckDB's default 16 MB threshold, ~60 ms at 1 MB).
+WAL_CHECKPOINT_THRESHOLD = "1MB"
 
 _PATH_LOCKS: dict[str, threading.RLock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
@@ -159,7 +162,9 @@ class EventLog:
         deadline = _time.monotonic() + WRITER_WAIT_SECONDS
         while True:
             try:
-                return _connect(self.path, read_only=False)
+                con = _connect(self.path, read_only=False)
+                con.execute(f"SET checkpoint_threshold = '{WAL_CHECKPOINT_THRESHOLD}'")
+                return con
             except duckdb.IOException as exc:
                 if not _is_lock_error(exc):
                     raise LogError(f"cannot open the log {self.path}: {exc}") from None
@@ -299,6 +304,8 @@ class EventLog:
                         [status, _time.time(), json.dumps(dict(stats), default=str), run_id])
             con.execute("INSERT OR REPLACE INTO answers (run_id, answer, uncertain, payload) VALUES (?, ?, ?, ?)",
                         [run_id, answer, uncertain, json.dumps(dict(payload or {}), default=str)])
+        if not self.in_memory:
+            self._query("CHECKPOINT")  # fold the WAL into the file, so a reader has no WAL to replay
 
     # -- reading -------------------------------------------------------------
     def events(self, run_id: str, *, types: Iterable[str] | None = None) -> list[Event]:

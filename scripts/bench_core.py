@@ -105,6 +105,13 @@ def bench(folder: Path, n: int, repeats: int) -> None:
         total = len(ws.events())
         rows.append((f"replay from the log ({total} events)", timed(lambda: replay(log, ws.run_id), repeats) * 1e3, "ms"))
         rows.append(("state_at (snapshot + tail)", timed(lambda: ws.state_at(ws.clock.now - 50), repeats) * 1e3, "ms"))
+        def read_during_run() -> None:
+            with EventLog(folder / "bench.duckdb", read_only=True) as reader:
+                assert reader.is_snapshot_copy and len(reader.events(ws.run_id)) == total
+
+        size_kb = (folder / "bench.duckdb").stat().st_size // 1024
+        rows.append((f"read-only open during the run (copy of {size_kb} KB)",
+                     timed(read_during_run, repeats) * 1e3, "ms"))
         sample = list(ws.global_state())[:200]
         rows.append(("is_consistent, 200 statements (rules)",
                      timed(lambda: ConflictChecker().is_consistent(sample), repeats) * 1e3, "ms"))
