@@ -88,7 +88,13 @@ def parse_json_output(raw: str, schema: type[T], finish_reason: str) -> T:
             hint="raise max_tokens, or shorten the fields the schema allows",
         )
     try:
-        return schema.model_validate_json(raw)
+        # strict=False: llama-cpp-python's JSON grammar lets raw newlines into strings,
+        # which strict JSON rejects although the object is complete and meant
+        data = json.loads(raw, strict=False)
+    except json.JSONDecodeError as exc:
+        raise LLMOutputError(f"output is not JSON ({exc.msg} at {exc.pos})", raw=raw) from None
+    try:
+        return schema.model_validate(data)
     except ValidationError as exc:
         raise LLMOutputError(f"output does not validate as {schema.__name__}: {exc.errors()[:3]}", raw=raw) from None
 

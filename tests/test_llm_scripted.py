@@ -47,3 +47,8 @@ def test_parse_json_output_distinguishes_truncation():
     with pytest.raises(LLMOutputError):
         parse_json_output("not json", Span, "stop")
     assert parse_json_output('{"answer": "Paris"}', Span, "stop").answer == "Paris"
+
+
+def test_raw_newlines_inside_strings_are_accepted():
+    # llama.cpp's JSON grammar allows a literal newline inside a string
+    assert parse_json_output('{"answer": "Paris\nFrance"}', Span, "stop").answer == "Paris\nFrance"
