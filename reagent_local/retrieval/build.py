@@ -24,7 +24,7 @@ import numpy as np
 from ..config import Config
 from ..errors import IndexBuildError, ReagentError
 from .dense import build_faiss, choose_type
-from .embed import Embedder
+from .embed import Embedder, HashEmbedder, make_embedder
 from .layout import MANIFEST, building_dir, index_dir, validate_name
 from .passages import TARGET_WORDS, index_text, split_passages
 from .progress import Reporter, reporter
@@ -121,7 +121,7 @@ def _shard_path(folder: Path, number: int) -> Path:
     return folder / "embeddings" / f"shard-{number:06d}.npy"
 
 
-def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder, report: Reporter) -> dict:
+def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | HashEmbedder, report: Reporter) -> dict:
     """Embed every passage in shards, skipping shards already on disk; return timing."""
     (folder / "embeddings").mkdir(exist_ok=True)
     shards = (count + SHARD_SIZE - 1) // SHARD_SIZE
@@ -212,7 +212,7 @@ def build_index(
     force: bool = False,
     progress: bool = True,
     faiss_type: str = "auto",
-    embedder: Embedder | None = None,
+    embedder: Embedder | HashEmbedder | None = None,
 ) -> Path:
     """Build index ``name`` from ``source`` and return its folder (``config.paths.indexes / name``).
 
@@ -239,7 +239,7 @@ def build_index(
         _check_kg_available()
     faiss_kind_requested = faiss_type
     choose_type(faiss_kind_requested, 0)  # validate the flag before any work
-    embedder = embedder or Embedder(config.retrieval.embedder)
+    embedder = embedder or make_embedder(config.retrieval.embedder)
     sha256 = file_sha256(source)
     key = {"source": str(source), "sha256": sha256, "format": fmt, "limit": limit,
            "embedder": embedder.name, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
@@ -269,7 +269,7 @@ def build_index(
 
 
 def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_type: str,
-               embedder: Embedder, folder: Path, state: dict, report: Reporter) -> dict:
+               embedder: Embedder | HashEmbedder, folder: Path, state: dict, report: Reporter) -> dict:
     """Passages, embeddings, FAISS, BM25, knowledge graph; returns the manifest body."""
     seconds = state["seconds"]
     if state["passages"] is None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
+import zlib
 from pathlib import Path
 from typing import Sequence
 
@@ -36,11 +38,48 @@ def resolve_model_path(name: str) -> Path:
     )
 
 
+_HASH_NAME = re.compile(r"^hash-(\d{1,4})$")
+
+
 def configured_dimension(name: str) -> int:
     """The output dimension of an embedder, loading it only when it is not a known one."""
     if name in KNOWN_DIMENSIONS:
         return KNOWN_DIMENSIONS[name]
-    return Embedder(name).dimension
+    return make_embedder(name).dimension
+
+
+def make_embedder(name: str, *, batch_size: int = 64) -> "Embedder | HashEmbedder":
+    """The embedder called ``name``: ``hash-<d>`` is the lexical test double, anything else a model."""
+    match = _HASH_NAME.match(name)
+    if match:
+        return HashEmbedder(int(match.group(1)))
+    return Embedder(name, batch_size=batch_size)
+
+
+class HashEmbedder:
+    """A model-free embedder for tests: hashed bag of lower-cased words, normalised.
+
+    Lexical, not semantic: texts sharing words are close. Deterministic across runs
+    (CRC32, not Python's salted hash) and instant, so tests can build real indexes.
+    """
+
+    def __init__(self, dimension: int = 64) -> None:
+        if dimension < 2:
+            raise ConfigError(f"hash embedder dimension must be at least 2, got {dimension}")
+        self.name = f"hash-{dimension}"
+        self.dimension = dimension
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """One normalised row per text; a text without words maps to the zero vector."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = zlib.crc32(word.encode("utf-8"))
+                out[i, h % self.dimension] += 1.0 if (h >> 16) & 1 else -1.0
+            norm = np.linalg.norm(out[i])
+            if norm:
+                out[i] /= norm
+        return out
 
 
 class Embedder:

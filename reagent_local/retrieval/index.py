@@ -10,7 +10,7 @@ from pathlib import Path
 from ..config import Config
 from ..errors import IndexMismatchError, IndexNotFoundError, QuestionError, ReagentError
 from .dense import load_faiss, search_faiss
-from .embed import Embedder, configured_dimension
+from .embed import Embedder, HashEmbedder, configured_dimension, make_embedder
 from .fusion import rrf
 from .layout import read_manifest, resolve_index
 from .passages import Passage
@@ -34,12 +34,10 @@ class Hit:
     rank: int
 
 
-def check_embedder(manifest: dict, config: Config, where: Path) -> None:
+def check_embedder(manifest: dict, wanted_name: str, wanted_dim: int, where: Path) -> None:
     """Raise IndexMismatchError when the index's embedder is not the configured one."""
     built = manifest.get("embedder") or {}
     built_name, built_dim = built.get("name"), built.get("dimension")
-    wanted_name = config.retrieval.embedder
-    wanted_dim = configured_dimension(wanted_name)
     if built_name != wanted_name or built_dim != wanted_dim:
         raise IndexMismatchError(
             f"index {where.name} was built with {built_name} ({built_dim}-d) "
@@ -52,7 +50,7 @@ def check_embedder(manifest: dict, config: Config, where: Path) -> None:
 class Index:
     """A built index; ``search`` and ``get`` are safe to call from several threads."""
 
-    def __init__(self, path: Path, manifest: dict, config: Config, embedder: Embedder | None = None) -> None:
+    def __init__(self, path: Path, manifest: dict, config: Config, embedder: Embedder | HashEmbedder | None = None) -> None:
         self.path = Path(path)
         self.manifest = manifest
         self.config = config
@@ -64,16 +62,17 @@ class Index:
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="reagent-search")
 
     @classmethod
-    def open(cls, name_or_path: str | Path, config: Config, *, embedder: Embedder | None = None) -> "Index":
+    def open(cls, name_or_path: str | Path, config: Config, *, embedder: Embedder | HashEmbedder | None = None) -> "Index":
         """Open an index by name or folder; checks its manifest and embedder, loads data lazily."""
         path = resolve_index(name_or_path, config)
         manifest = read_manifest(path)
-        check_embedder(manifest, config, path)
+        if embedder is None:
+            check_embedder(manifest, config.retrieval.embedder, configured_dimension(config.retrieval.embedder), path)
+        else:
+            check_embedder(manifest, embedder.name, embedder.dimension, path)
         for part in (PASSAGES_FILE, "dense.faiss", BM25_DIR):
             if not (path / part).exists():
                 raise IndexNotFoundError(f"index {path} lacks {part}", hint="rebuild it with `reagent index build ... --force`")
-        if embedder is not None and embedder.name != config.retrieval.embedder:
-            raise IndexMismatchError(f"the embedder passed in is {embedder.name}, the index needs {config.retrieval.embedder}")
         return cls(path, manifest, config, embedder)
 
     @property
@@ -94,7 +93,7 @@ class Index:
                     )
                 self._sparse = SparseIndex(self.path / BM25_DIR)
                 if self._embedder is None:
-                    self._embedder = Embedder(self.manifest["embedder"]["name"])
+                    self._embedder = make_embedder(self.manifest["embedder"]["name"])
 
     def _dense(self, query: str, depth: int) -> tuple[list[int], list[float]]:
         vector = self._embedder.encode([query])[0]
