@@ -200,6 +200,10 @@ class StateFolder:
         """The statement an agent holds under that id (KeyError if it holds none)."""
         return self._agents[agent][statement_id]
 
+    def local(self, agent: str) -> tuple[Statement, ...]:
+        """One agent's statements now, without freezing the whole state."""
+        return tuple(self._agents.get(agent, {}).values())
+
     def agents(self) -> list[str]:
         """Agents holding at least one statement."""
         return [a for a, held in self._agents.items() if held]

@@ -112,7 +112,7 @@ class Workspace:
         """Revert one agent's local state to a checkpoint's snapshot; returns the statements it discarded."""
         with self._lock:
             target = self._target(checkpoint_id).local(agent)
-            before = self._folder.state().local(agent)
+            before = self._folder.local(agent)
             ids_after = {s.id for s in target}
             ids_before = {s.id for s in before}
             discarded = [s for s in before if s.id not in ids_after]
@@ -142,7 +142,7 @@ class Workspace:
 
     def local_state(self, agent: str) -> tuple[Statement, ...]:
         """The statements ``agent`` holds now, in the order they entered."""
-        return self._folder.state().local(agent)
+        return self._folder.local(agent)
 
     def global_state(self) -> tuple[Statement, ...]:
         """The union of all local states now, ordered by logical time."""
