@@ -42,6 +42,21 @@ class StepResult:
     depends_on: tuple[int, ...]
 
 
+def is_chain(steps: Sequence[StepResult]) -> bool:
+    """True when the last step (transitively) uses the answer of every other step."""
+    if not steps:
+        return False
+    needed, frontier = {steps[-1].index}, [steps[-1]]
+    by_index = {s.index: s for s in steps}
+    while frontier:
+        step = frontier.pop()
+        for k in step.depends_on:
+            if k not in needed and k in by_index:
+                needed.add(k)
+                frontier.append(by_index[k])
+    return needed == {s.index for s in steps}
+
+
 class AnswerAssembler:
     """Final answer from verified partial answers; escalates what does not fit together."""
 
@@ -71,9 +86,13 @@ class AnswerAssembler:
         return found
 
     def assemble(self, question: str, steps: Sequence[StepResult]) -> str:
-        """The final short answer; a single step's answer is used as it is."""
-        if len(steps) == 1 and not is_yes_no_question(question):
-            return steps[0].answer
+        """The final short answer.
+
+        A chain (every step feeds the last one) is answered by its last step, as is a
+        single step; only comparisons and other joins need the model to combine facts.
+        """
+        if not is_yes_no_question(question) and is_chain(steps):
+            return steps[-1].answer
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
         answer = " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())

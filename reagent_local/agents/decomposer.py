@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -42,8 +43,44 @@ def plan_from(subquestions: list[str], max_steps: int) -> list[SubQuestion]:
     return plan
 
 
+_NAME = re.compile(r"\b(?:[A-Z][\w'.-]*|\d[\d,.]*)(?:\s+(?:of|the|de|von|van|[A-Z][\w'.-]*|\d[\d,.]*))*")
+_QUOTED = re.compile(r'"([^"]+)"')
+_SKIP = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How", "In", "On", "At", "The", "A", "An",
+         "Is", "Are", "Was", "Were", "Do", "Does", "Did", "Of", "For", "From", "By", "As", "To", "And", "Or"}
+
+
+def named_parts(question: str) -> list[str]:
+    """Names, numbers and quoted titles of a question (what a plan must not drop)."""
+    parts = set(_QUOTED.findall(question))
+    for match in _NAME.finditer(question):
+        words = match.group(0).split()
+        while words and words[0] in _SKIP:
+            words = words[1:]
+        while words and words[-1].lower() in {"of", "the", "de", "von", "van"}:
+            words = words[:-1]
+        if words:
+            parts.add(" ".join(words).strip(".,"))
+    return sorted(p for p in parts if p)
+
+
+def missing_parts(question: str, plan: list[SubQuestion]) -> list[str]:
+    """Named parts of the question that no sub-question mentions (case-insensitive, word-wise)."""
+    text = " ".join(s.text for s in plan).lower()
+    missing = []
+    for part in named_parts(question):
+        words = [w.lower().strip(".,") for w in part.split()]
+        if not all(w in text for w in words):
+            missing.append(part)
+    return missing
+
+
 class QuestionDecomposer:
-    """Asks the model for a plan; a simple question stays whole."""
+    """Asks the model for a plan; a simple question stays whole.
+
+    A plan that drops a name or number of the question is sent back once with what
+    it left out; if the second plan drops it too, the question is kept whole, which
+    loses nothing (the single step sees the whole question).
+    """
 
     def __init__(self, call: Caller, max_steps: int = 4) -> None:
         self.call = call
@@ -54,4 +91,13 @@ class QuestionDecomposer:
         messages = render_messages(PROMPTS, "decompose", question=question)
         result = self.call(AGENT, messages, Decomposition, max_tokens=220)
         plan = plan_from(result.value.subquestions, self.max_steps)
+        missing = missing_parts(question, plan)
+        if plan and missing:
+            messages = render_messages(PROMPTS, "decompose_retry", question=question,
+                                       previous=json.dumps([s.text for s in plan], ensure_ascii=False),
+                                       missing=", ".join(missing))
+            plan = plan_from(self.call(AGENT, messages, Decomposition, max_tokens=220).value.subquestions,
+                             self.max_steps)
+            if missing_parts(question, plan):
+                plan = []
         return plan or [SubQuestion(0, question, ())]
