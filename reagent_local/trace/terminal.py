@@ -1,0 +1,183 @@
+"""The terminal views: the run list and a run's timeline, drawn with rich.
+
+All text from the log goes into ``rich.text.Text`` objects (never markup strings),
+with control characters removed, so a passage cannot style or move the terminal.
+Colours come from rich's terminal detection (none when piped or with NO_COLOR).
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from .describe import clean
+from .model import DISCARDED, RETRACTED, Item, RunSummary, Trace
+
+AGENT_STYLE = {"decomposer": "blue", "retriever": "cyan", "verifier": "green", "assembler": "magenta",
+               "supervisor": "red", "controller": "yellow"}
+GLYPH = {"checkpoint": ("◆", "bold cyan"), "rollback_local": ("↶", "bold yellow"),
+         "rollback_global": ("↶", "bold red"), "conflict_set": ("⊗", "bold red"), "escalate": ("⚠", "red"),
+         "assert": ("+", "green"), "retract": ("−", "yellow"), "judgement": ("?", ""),
+         "assert_msg": ("●", ""), "inform": ("○", ""), "reject": ("✗", "red"), "challenge": ("!", "yellow")}
+HIDDEN = {"round"}  # a round's effects are shown as the events that follow it
+
+
+def runs_table(runs: list[RunSummary]) -> Table:
+    """The `trace list` table."""
+    table = Table(box=None, header_style="bold", pad_edge=False, expand=True)  # ratio columns need expand
+    for name, kw in (("run", {"no_wrap": True, "min_width": 22}), ("status", {"no_wrap": True}),
+                     ("s", {"justify": "right"}), ("calls", {"justify": "right"}), ("back l/g", {"justify": "right"}),
+                     ("question", {"overflow": "ellipsis", "no_wrap": True, "ratio": 3, "min_width": 12}),
+                     ("answer", {"overflow": "ellipsis", "no_wrap": True, "ratio": 1, "min_width": 8})):
+        table.add_column(name, **kw)
+    for r in runs:
+        status = Text(r.status, style="green" if r.status == "ok" else "yellow")
+        if r.uncertain:
+            status.append("?", style="yellow")
+        back = "-" if r.backtracks_local is None else f"{r.backtracks_local}/{r.backtracks_global}"
+        table.add_row(r.run_id, status, "-" if r.seconds is None else f"{r.seconds:.1f}",
+                      "-" if r.llm_calls is None else str(r.llm_calls), back, Text(clean(r.question)),
+                      Text(clean(r.answer) if r.answer is not None else "-"))
+    return table
+
+
+def _header(trace: Trace) -> Text:
+    r, s = trace.run, trace.stats
+    text = Text()
+    text.append("run ", style="dim").append(r.run_id, style="bold").append("  ")
+    text.append(r.status, style="green" if r.status == "ok" else "yellow")
+    if r.seconds is not None:
+        text.append(f"  {r.seconds:.1f} s")
+    if r.llm_calls is not None:
+        text.append(f"  {r.llm_calls} LLM calls, {s.get('prompt_tokens', 0)}+{s.get('completion_tokens', 0)} tokens")
+    local = sum(1 for b in trace.rollbacks if b.scope == "local")
+    discarded = sum(len(b.discarded) for b in trace.rollbacks)
+    text.append(f"\nrollbacks: {local} local, {len(trace.rollbacks) - local} global ({discarded} statement{"s" if discarded != 1 else ""} "
+                f"discarded); conflict sets: {len(trace.conflict_sets)}\n")
+    text.append("Q ", style="bold").append(clean(r.question))
+    return text
+
+
+def _glyph(item: Item) -> Text:
+    key = "assert_msg" if item.type == "message" and item.kind == "assert" else (
+        item.kind if item.type == "message" else item.type)
+    glyph, style = GLYPH.get(key, ("·", "dim"))
+    return Text(glyph, style=style)
+
+
+def _folded(item: Item, trace: Trace) -> bool:
+    """An assert applied from a message is shown on the message's row."""
+    return item.type == "assert" and item.parent_seq is not None and any(
+        it.seq == item.parent_seq and it.type == "message" for it in trace.items)
+
+
+def _fate(item: Item, trace: Trace) -> Text:
+    """What became of the statements an assert (message) put into a state."""
+    text = Text()
+    for seq in item.entries if item.type in ("message", "assert") else ():
+        e = trace.entries[seq]
+        text.append(f"  ⇒ held by {e.agent} from t={e.time}", style="green")
+        if e.fate == DISCARDED:
+            text.append(f"; abandoned: discarded by the rollback at t={trace.item(e.ended_seq).time}",
+                        style="bold yellow")
+        elif e.fate == RETRACTED:
+            text.append(f"; retracted at t={trace.item(e.ended_seq).time}", style="yellow")
+    return text
+
+
+def _body(item: Item, trace: Trace) -> Text:
+    style = {"rollback_local": "bold yellow", "rollback_global": "bold red", "conflict_set": "bold red",
+             "checkpoint": "cyan"}.get(item.type, "")
+    text = Text(item.summary, style=style)
+    if item.abandoned:
+        text.stylize("dim strike")
+    text.append_text(_fate(item, trace))
+    for line in _details(item, trace):
+        text.append("\n")
+        text.append_text(line)
+    return text
+
+
+def _details(item: Item, trace: Trace) -> list[Text]:
+    lines: list[Text] = []
+    if item.type in ("rollback_local", "rollback_global"):
+        for seq in item.entries:
+            e = trace.entries[seq]
+            lines.append(Text(f"  discarded {e.agent} {e.id} (t={e.time}): \"{clean(e.text, 110)}\"", style="yellow"))
+        if not item.entries:
+            lines.append(Text("  discarded nothing", style="dim"))
+    elif item.type == "conflict_set":
+        p = item.payload
+        for sid, txt in zip(p.get("statements") or [], p.get("texts") or []):
+            mark = "  ✗ given up " if sid == p.get("discard") else "  • kept     "
+            lines.append(Text(f"{mark}{sid}: \"{clean(txt, 100)}\"", style="red" if sid == p.get("discard") else ""))
+        if p.get("checkpoint") is not None:
+            cp = trace.checkpoint(int(p["checkpoint"]))
+            label = f" \"{clean(cp.label)}\" (t={cp.time})" if cp else ""
+            lines.append(Text(f"  target: checkpoint #{p['checkpoint']}{label}", style="dim"))
+    for cid in item.calls:
+        call = trace.call(cid)
+        if call is not None:
+            cost = f"{call.seconds:.1f} s, " if call.seconds is not None else ""
+            lines.append(Text(f"  llm #{call.id} {call.purpose} ({cost}{call.prompt_tokens}+{call.completion_tokens} "
+                              f"tok): {clean(call.output, 100)}", style="dim"))
+    return lines
+
+
+def timeline(trace: Trace) -> Table:
+    """One row per event (rounds folded into their messages): time, round, agent, mark, what happened."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column("t", justify="right", width=3, style="dim")
+    table.add_column("round", width=3, style="dim")
+    table.add_column("agent", width=10, no_wrap=True, overflow="ellipsis")
+    table.add_column("mark", width=1)
+    table.add_column("what", ratio=1, overflow="fold")
+    for item in trace.items:
+        if item.type in HIDDEN or _folded(item, trace):
+            continue
+        agent = Text(item.agent, style=AGENT_STYLE.get(item.agent, "dim"))
+        table.add_row(str(item.time), f"r{item.round}" if item.round else "", agent, _glyph(item), _body(item, trace))
+    return table
+
+
+def _indented(rows: list[tuple[Text, Text]]) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=1)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    for head, body in rows:
+        grid.add_row("", head, body)
+    return grid
+
+
+def final_block(trace: Trace) -> Group:
+    """The answer, the statements held at the end, and the passages that support it."""
+    f = trace.final
+    if f.answer is None:
+        return Group(Text("No answer: the run has not finished (still running, or interrupted).", style="yellow"))
+    head = Text("Answer: ", style="bold").append(clean(f.answer), style="bold green")
+    if f.uncertain:
+        head.append(f"  (uncertain: {clean(f.reason) or 'yes'})", style="yellow")
+    parts: list = [head]
+    held = [trace.entries[s] for s in f.held]
+    if held:
+        parts.append(Text("Held at the end:", style="bold"))
+        parts.append(_indented([(Text(e.agent, style=AGENT_STYLE.get(e.agent, "")),
+                                 Text(f"\"{clean(e.text)}\" ").append(
+                                     f"[{clean(', '.join(pid for pid, _ in e.provenance) or 'no passage')}]",
+                                     style="dim")) for e in held]))
+    if f.passages:
+        parts.append(Text("Supporting passages:", style="bold"))
+        rows = []
+        for pid in f.passages:
+            p = trace.passages.get(pid)
+            body = Text(f"{clean(p.title, 40)}: {clean(p.text, 200)}") if p else Text("(text not in the log)", style="dim")
+            rows.append((Text(f"[{clean(pid, 40)}]", style="cyan"), body))
+        parts.append(_indented(rows))
+    return Group(*parts)
+
+
+def render(trace: Trace, console: Console) -> None:
+    """Print a run's header, timeline and final answer."""
+    console.print(Group(_header(trace), Text(""), timeline(trace), Text(""), final_block(trace)))
