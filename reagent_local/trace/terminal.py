@@ -53,7 +53,7 @@ def _header(trace: Trace) -> Text:
         text.append(f"  {r.llm_calls} LLM calls, {s.get('prompt_tokens', 0)}+{s.get('completion_tokens', 0)} tokens")
     local = sum(1 for b in trace.rollbacks if b.scope == "local")
     discarded = sum(len(b.discarded) for b in trace.rollbacks)
-    text.append(f"\nrollbacks: {local} local, {len(trace.rollbacks) - local} global ({discarded} statement{"s" if discarded != 1 else ""} "
+    text.append(f"\nrollbacks: {local} local, {len(trace.rollbacks) - local} global ({discarded} statement{'s' if discarded != 1 else ''} "
                 f"discarded); conflict sets: {len(trace.conflict_sets)}\n")
     text.append("Q ", style="bold").append(clean(r.question))
     return text
