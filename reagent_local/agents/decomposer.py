@@ -100,4 +100,7 @@ class QuestionDecomposer:
                              self.max_steps)
             if missing_parts(question, plan):
                 plan = []
-        return plan or [SubQuestion(0, question, ())]
+        if len(plan) <= 1:
+            # one step is the question itself: a paraphrase can only lose something
+            return [SubQuestion(0, question, ())]
+        return plan
