@@ -96,7 +96,8 @@ def html_cmd(run_id: str, output: Path | None, log_path: Path | None) -> None:
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True, default=True,
               help="JSON (the default and, for now, the only format).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to a file instead of stdout.")
 @_log_option
 def export(run_id: str, as_json: bool, output: Path | None, log_path: Path | None) -> None:
     """The events, checkpoints and LLM calls of RUN_ID as JSON, for other tools."""

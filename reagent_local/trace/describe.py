@@ -60,7 +60,8 @@ def describe(item: Item, entries: Mapping[int, Entry], checkpoints: Mapping[int,
     if kind == "message":
         return _message(item)
     if kind == "round":
-        return f"round {p.get('round')}: {len(p.get('applied') or [])} applied, {len(p.get('escalated') or [])} escalated"
+        applied, escalated = len(p.get("applied") or []), len(p.get("escalated") or [])
+        return f"round {p.get('round')}: {applied} applied, {escalated} escalated"
     if kind == "checkpoint":
         return f"checkpoint #{p.get('checkpoint_id')} \"{clean(p.get('label', ''))}\""
     if kind == "assert":

@@ -58,7 +58,8 @@ def write_html(trace: Trace, path: str | Path) -> Path:
     """Write the page atomically (temporary file + rename); returns the path."""
     target = Path(path).expanduser()
     if target.is_dir():
-        raise ReagentError(f"{target} is a folder", hint=f"give a file name, e.g. {target / (trace.run.run_id + '.html')}")
+        example = target / f"{trace.run.run_id}.html"
+        raise ReagentError(f"{target} is a folder", hint=f"give a file name, e.g. {example}")
     if not target.parent.is_dir():
         raise ReagentError(f"the folder {target.parent} does not exist", hint="create it first or choose another path")
     page = render_html(trace)

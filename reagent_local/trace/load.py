@@ -77,9 +77,9 @@ class _Builder:
     # -- state events ------------------------------------------------------------
     def _on_assert(self, e: Event, item: Item) -> None:
         s = e.payload["statement"]
-        entry = Entry(seq=e.seq, time=e.time, agent=e.agent, id=s["id"], text=s["text"], subquestion=s.get("subquestion"),
-                      subject=s.get("subject"), relation=s.get("relation"), value=s.get("value"),
-                      confidence=float(s.get("confidence", 1.0)),
+        entry = Entry(seq=e.seq, time=e.time, agent=e.agent, id=s["id"], text=s["text"],
+                      subquestion=s.get("subquestion"), subject=s.get("subject"), relation=s.get("relation"),
+                      value=s.get("value"), confidence=float(s.get("confidence", 1.0)),
                       provenance=[(str(pid), float(score)) for pid, score in s.get("provenance") or []],
                       message_seq=e.parent_seq)
         self.entries[e.seq] = entry
@@ -144,7 +144,8 @@ class _Builder:
                 self.passages[pid] = Passage(id=pid, title=str(p.get("title", "")), text=str(p.get("text", "")),
                                              score=p.get("score"), suspicious=bool(p.get("suspicious")))
         if not item.passages:
-            item.passages = [str(pid) for s in e.payload.get("statements") or [] for pid, _ in s.get("provenance") or []]
+            statements = e.payload.get("statements") or []
+            item.passages = [str(pid) for s in statements for pid, _ in s.get("provenance") or []]
 
     def _on_round(self, e: Event, item: Item) -> None:
         number = int(e.payload.get("round", 0))

@@ -27,7 +27,8 @@ def resolve_run_id(log: EventLog, ref: str) -> str:
     if ref == "last":
         newest = log.runs(1)
         if not newest:
-            raise RunNotFoundError(f"the log {log.path} has no runs yet", hint="ask a question first: reagent ask \"...\"")
+            raise RunNotFoundError(f"the log {log.path} has no runs yet",
+                                   hint="ask a question first: reagent ask \"...\"")
         return newest[0]["run_id"]
     try:
         return log.get_run(ref)["run_id"]

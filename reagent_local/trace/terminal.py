@@ -53,7 +53,8 @@ def _header(trace: Trace) -> Text:
         text.append(f"  {r.llm_calls} LLM calls, {s.get('prompt_tokens', 0)}+{s.get('completion_tokens', 0)} tokens")
     local = sum(1 for b in trace.rollbacks if b.scope == "local")
     discarded = sum(len(b.discarded) for b in trace.rollbacks)
-    text.append(f"\nrollbacks: {local} local, {len(trace.rollbacks) - local} global ({discarded} statement{'s' if discarded != 1 else ''} "
+    plural = "s" if discarded != 1 else ""
+    text.append(f"\nrollbacks: {local} local, {len(trace.rollbacks) - local} global ({discarded} statement{plural} "
                 f"discarded); conflict sets: {len(trace.conflict_sets)}\n")
     text.append("Q ", style="bold").append(clean(r.question))
     return text
@@ -172,7 +173,8 @@ def final_block(trace: Trace) -> Group:
         rows = []
         for pid in f.passages:
             p = trace.passages.get(pid)
-            body = Text(f"{clean(p.title, 40)}: {clean(p.text, 200)}") if p else Text("(text not in the log)", style="dim")
+            body = (Text(f"{clean(p.title, 40)}: {clean(p.text, 200)}") if p
+                    else Text("(text not in the log)", style="dim"))
             rows.append((Text(f"[{clean(pid, 40)}]", style="cyan"), body))
         parts.append(_indented(rows))
     return Group(*parts)

@@ -29,6 +29,9 @@
   function add(parent, child) { parent.appendChild(child); return child; }
   function color(agent) { return COLORS[agent] || "#57606a"; }
   function cut(s, n) { s = String(s || ""); return s.length > n ? s.slice(0, n - 1) + "\u2026" : s; }
+  function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
+  var TITLES = { rollback_local: "Local rollback", rollback_global: "Global rollback", conflict_set: "Minimal conflict set",
+    assert: "Statement enters a state", retract: "Statement retracted", judgement: "Judge result", escalate: "Escalation" };
   function fmt(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
 
   // ---- header ---------------------------------------------------------------------------
@@ -153,6 +156,16 @@
       sv("path", { d: "M" + x1 + "," + y + " C" + (x1 - 10) + "," + (y - lift) + " " + (x2 + 10) + "," + (y - lift) + " " + x2 + "," + (y - 2),
         class: "arrow " + r.scope, "marker-end": "url(#head-" + r.scope + ")" }, root);
     });
+    // conflict sets: dotted lines to the statements found to be inconsistent together
+    D.conflict_sets.forEach(function (c) {
+      var from = items[c.seq];
+      if (!from || laneY[from.agent] === undefined) return;
+      c.statement_ids.forEach(function (id) {
+        var e = entryById(id, c.seq);
+        if (!e || laneY[e.agent] === undefined) return;
+        sv("line", { x1: x(from.time), y1: laneY[from.agent], x2: x(e.time), y2: laneY[e.agent], class: "conflict-link" }, root);
+      });
+    });
     D.items.filter(drawn).forEach(function (it) {
       if (laneY[it.agent] === undefined) return;
       var cls = "mark t-" + it.type.replace(/[^a-z_]/g, "") + (it.abandoned ? " abandoned" : "");
@@ -260,9 +273,13 @@
     return card;
   }
 
-  function entryById(id) {
+  // the latest entry of a statement id (before seq, if given)
+  function entryById(id, before) {
     var best = null;
-    Object.keys(entries).forEach(function (k) { if (entries[k].id === id && (!best || entries[k].seq > best.seq)) best = entries[k]; });
+    Object.keys(entries).forEach(function (k) {
+      var e = entries[k];
+      if (e.id === id && (before === undefined || e.seq < before) && (!best || e.seq > best.seq)) best = e;
+    });
     return best;
   }
 
@@ -287,10 +304,10 @@
       back.forEach(function (r) { add(box, jumpButton("\u21b6 " + r.scope + " rollback to here at t=" + r.time, r.seq, r.scope)); });
       return;
     }
-    add(box, el("h2", null, (it.type === "message" ? it.kind + " message" : it.type.replace(/_/g, " "))));
+    add(box, el("h2", null, TITLES[it.type] || (it.type === "message" ? cap(it.kind) + " message" : cap(it.type.replace(/_/g, " ")))));
     add(box, el("div", "meta", it.agent + " \u00b7 t=" + it.time + " \u00b7 seq " + it.seq + (it.round ? " \u00b7 round " + it.round : "") +
       (it.parent_seq !== null ? " \u00b7 caused by seq " + it.parent_seq : "")));
-    add(box, el("p", "summary-line", it.summary));
+    if (!rollbackOf[it.seq]) add(box, el("p", "summary-line", it.summary));
     var abandonedEntry = it.entries.map(function (s) { return entries[s]; }).filter(function (e) { return e.fate === "discarded"; })[0];
     if (it.abandoned && abandonedEntry) {
       var rb = rollbackOf[abandonedEntry.ended_seq];
@@ -315,7 +332,7 @@
       var c = D.conflict_sets.filter(function (x) { return x.seq === it.seq; })[0];
       add(box, el("h3", null, "Minimal conflict set"));
       c.statement_ids.forEach(function (id, i) {
-        var e = entryById(id);
+        var e = entryById(id, c.seq);
         var card = e ? statementCard(e, false) : rawStatementCard({ id: id, text: c.texts[i] || id });
         add(card, el("div", "kv", id === c.discard_id ? "\u2717 given up by the supervisor" : "\u2713 kept"));
         box.appendChild(card);
