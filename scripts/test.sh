@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-echo "==> pulling the test model (SmolLM2-135M, 98 MB)"
-reagent models pull smollm2-135m
+echo "==> pulling the test models (SmolLM2-135M, 98 MB; Qwen2.5-Coder-1.5B, 1.1 GB for the end-to-end test)"
+reagent models pull smollm2-135m qwen2.5-coder-1.5b
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
     echo "==> installing chromium and chromium-driver for the browser test"
