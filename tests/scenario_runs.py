@@ -38,8 +38,8 @@ def olympics_index() -> InMemoryIndex:
     return idx
 
 
-def olympics_llm() -> ScriptedLLM:
-    """Scripted answers: a wrong first answer for step 1, a conflicting first answer for step 4."""
+def olympics_llm(step4_answers: tuple[str, ...] = (WRONG_CAPITAL,), wrong_state: bool = True) -> ScriptedLLM:
+    """Scripted answers: step 1 first says Nevada (if ``wrong_state``); step 4 says ``step4_answers``, then Sacramento."""
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": [
         "In which state were the 1984 Summer Olympics held?",
@@ -47,8 +47,9 @@ def olympics_llm() -> ScriptedLLM:
         "What is the population of #2?",
         "Which city is the seat of the government of #1?",
     ]}, schema="Decomposition")
-    llm.add_rule({"answer": WRONG_STATE, "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
-                 schema="SubAnswer", contains="In which state", times=1)
+    if wrong_state:
+        llm.add_rule({"answer": WRONG_STATE, "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
+                     schema="SubAnswer", contains="In which state", times=1)
     llm.add_rule({"query": "1984 Summer Olympics host state"}, schema="Reformulation",
                  contains="In which state")
     llm.add_rule({"answer": "California", "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
@@ -57,8 +58,9 @@ def olympics_llm() -> ScriptedLLM:
                  schema="SubAnswer", contains="What is the capital of California?")
     llm.add_rule({"answer": "508,000", "passages": [1], "subject": "Sacramento", "relation": "population"},
                  schema="SubAnswer", contains="population of Sacramento")
-    llm.add_rule({"answer": WRONG_CAPITAL, "passages": [1, 2], "subject": "California", "relation": "capital"},
-                 schema="SubAnswer", contains="seat of the government of California", times=1)
+    for city in step4_answers:
+        llm.add_rule({"answer": city, "passages": [1, 2], "subject": "California", "relation": "capital"},
+                     schema="SubAnswer", contains="seat of the government of California", times=1)
     llm.add_rule({"answer": "Sacramento", "passages": [1, 2], "subject": "California", "relation": "capital"},
                  schema="SubAnswer", contains="seat of the government of California")
     llm.add_rule({"query": "California state capital seat of government"}, schema="Reformulation")
@@ -66,10 +68,10 @@ def olympics_llm() -> ScriptedLLM:
     return llm
 
 
-def scenario_config() -> Config:
-    """Both kinds of backtracking, three passages per search."""
+def scenario_config(backtracking: str = "both") -> Config:
+    """Three passages per search; both kinds of backtracking unless told."""
     base = Config()
-    return replace(base, pipeline=replace(PipelineConfig(), backtracking="both"),
+    return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking),
                    retrieval=replace(base.retrieval, top_k=3))
 
 
@@ -89,3 +91,43 @@ def simple_run(log: EventLog, question: str = "Who directed the film Blue Harbou
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer")
     return Pipeline(scenario_config(), llm=llm, retriever=idx, log=log).ask(question).run_id
+
+
+def challenge_run(log: EventLog) -> str:
+    """Step 4 claims Los Angeles twice: two global rollbacks, then the controller challenges the kept claim."""
+    llm = olympics_llm((WRONG_CAPITAL, WRONG_CAPITAL), wrong_state=False)
+    answer = Pipeline(scenario_config("global"), llm=llm, retriever=olympics_index(), log=log).ask(QUESTION)
+    assert answer.challenges == 1, answer.challenges
+    return answer.run_id
+
+
+def nonsense_run(log: EventLog) -> str:
+    """The model answers with text that is not JSON: llm_error and invalid_output notes, an override."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
+    llm.add_rule("@@@ not json \x1b[31m", schema="SubAnswer")
+    llm.add_rule({"query": "Blue Harbour"}, schema="Reformulation")
+    return Pipeline(scenario_config(), llm=llm, retriever=olympics_index(), log=log).ask(
+        "Who directed the film Blue Harbour?").run_id
+
+
+def channel_run(log: EventLog) -> str:
+    """No pipeline: concurrent conflicting asserts (an escalation), a judge result and notes of other kinds."""
+    from reagent_local.channel import Channel, Message
+    from reagent_local.conflicts import Verdict
+    from reagent_local.knowledge import make_statement
+    from reagent_local.workspace import Workspace
+
+    ws = Workspace.start(log, "What is the capital of California?", {})
+    channel = Channel(ws)
+    a = make_statement(subject="California", relation="capital", value="Sacramento")
+    b = make_statement(subject="California", relation="capital", value="Los Angeles")
+    channel.post(Message("assert", "verifier", ("assembler",), (a,)))
+    channel.post(Message("assert", "retriever", ("assembler",), (b,)))
+    channel.deliver_round()
+    ws.record_judgement("verifier", a, b, Verdict(True, "LLM judge: contradict"), cached=False)
+    ws.note("controller", "budget_exhausted", {"what": "LLM calls", "answer": "Sacramento"})
+    ws.note("kg", "custom_kind", {"detail": "<b>not markup</b>"})
+    ws.finish("Sacramento", "budget", {"uncertain": True, "uncertain_reason": "budget exhausted: LLM calls"},
+              uncertain=True)
+    return ws.run_id

@@ -15,15 +15,16 @@ import pytest
 from reagent_local.log import EventLog
 from reagent_local.trace import load_trace
 from reagent_local.trace.html import write_html
-from scenario_runs import WRONG_CAPITAL, WRONG_STATE, rollback_run
+from scenario_runs import WRONG_CAPITAL, WRONG_STATE, challenge_run, channel_run, nonsense_run, rollback_run
 
 SCREENSHOT_COPY = Path(tempfile.gettempdir()) / "reagent-trace-screenshot.png"
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000"]
 
 
-@pytest.fixture
-def browser(tmp_path):
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One headless Chromium for the module (starting it costs about 2 s)."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[test]')")
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
@@ -34,7 +35,7 @@ def browser(tmp_path):
         pytest.skip("chromium / chromedriver not found: install the Debian packages chromium and chromium-driver "
                     "(scripts/test.sh does when run as root)")
     options = webdriver.ChromeOptions()
-    for flag in FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]:
+    for flag in FLAGS + [f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
         options.add_argument(flag)
     options.binary_location = binary
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -67,6 +68,7 @@ def details_after_click(driver, selector: str) -> str:
 def test_clicking_rollbacks_shows_their_details_and_planted_script_never_runs(browser, page, tmp_path, capsys):
     from selenium.webdriver.common.by import By
 
+    browser.get_log("browser")  # drop what earlier pages logged
     browser.get(page.as_uri())
     title = browser.title
     assert title.startswith("reagent trace: What is the population")
@@ -127,3 +129,21 @@ def test_keyboard_selects_marks_and_steps_through_time(browser, page):
     selected = browser.find_element(By.CSS_SELECTOR, ".mark.selected")
     assert int(selected.get_attribute("data-seq")) > int(first.get_attribute("data-seq"))
     assert browser.current_url.endswith("#seq-" + selected.get_attribute("data-seq"))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("make_run", [challenge_run, nonsense_run, channel_run])
+def test_every_mark_of_other_runs_opens_without_script_errors(browser, tmp_path, make_run):
+    from selenium.webdriver.common.by import By
+
+    with EventLog(tmp_path / "log.duckdb") as log:
+        trace = load_trace(log, make_run(log))
+    browser.get_log("browser")
+    browser.get(write_html(trace, tmp_path / "trace.html").as_uri())
+    marks = browser.find_elements(By.CSS_SELECTOR, ".mark")
+    assert len(marks) >= len({it.type for it in trace.items} - {"round"})
+    for mark in marks:
+        browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", mark)
+        heading = browser.find_element(By.CSS_SELECTOR, "#details h2").text
+        assert heading and "selected" in mark.get_attribute("class")
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

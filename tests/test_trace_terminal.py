@@ -14,7 +14,8 @@ from reagent_local.trace import load_trace
 from reagent_local.trace.runs import list_runs
 from reagent_local.trace.terminal import render, runs_table
 from reagent_local.workspace import Workspace
-from scenario_runs import WRONG_CAPITAL, WRONG_STATE, rollback_run, simple_run
+from scenario_runs import (WRONG_CAPITAL, WRONG_STATE, challenge_run, channel_run, nonsense_run, rollback_run,
+                           simple_run)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -109,3 +110,23 @@ def test_run_list_table_fits_and_shows_the_counts(log):
     lines = [line for line in text.splitlines() if line.startswith(scenario)]
     assert lines and "1/1" in lines[0] and " 9 " in lines[0] and "508,000" in lines[0]
     assert "Mara Lind" in text and "0/0" in text
+
+
+@pytest.mark.parametrize("make_run, expected", [
+    (challenge_run, ["challenge → retriever, verifier", "drops", "challenged by the controller", "GLOBAL ROLLBACK"]),
+    (nonsense_run, ["llm error: output is not JSON", "invalid output", "override, step 1: no usable answer",
+                    "(uncertain: no answer found)", "llm #", "?+? tok"]),
+    (channel_run, ["escalates to supervisor", "judge:", "CONFLICT", "budget exhausted (LLM calls)",
+                   'custom_kind: {"detail": "<b>not markup</b>"}', "Answer: Sacramento (uncertain: budget exhausted"]),
+])
+def test_every_kind_of_event_is_shown(tmp_path, make_run, expected):
+    with EventLog(tmp_path / "l.duckdb") as writer:
+        trace = load_trace(writer, make_run(writer))
+    out = Console(width=100, record=True, file=io.StringIO(), force_terminal=True)
+    render(trace, out)
+    raw = out.file.getvalue()
+    flat = " ".join(ANSI.sub("", raw).split())
+    for text in expected:
+        assert text in flat
+    assert "@@@ not json \x1b" not in raw  # the model's control code was dropped, not sent to the terminal
+    assert max(len(line) for line in ANSI.sub("", raw).splitlines()) <= 100

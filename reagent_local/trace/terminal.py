@@ -100,6 +100,10 @@ def _body(item: Item, trace: Trace) -> Text:
     return text
 
 
+def _num(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
 def _details(item: Item, trace: Trace) -> list[Text]:
     lines: list[Text] = []
     if item.type in ("rollback_local", "rollback_global"):
@@ -121,8 +125,9 @@ def _details(item: Item, trace: Trace) -> list[Text]:
         call = trace.call(cid)
         if call is not None:
             cost = f"{call.seconds:.1f} s, " if call.seconds is not None else ""
-            lines.append(Text(f"  llm #{call.id} {call.purpose} ({cost}{call.prompt_tokens}+{call.completion_tokens} "
-                              f"tok): {clean(call.output, 100)}", style="dim"))
+            tokens = f"{_num(call.prompt_tokens)}+{_num(call.completion_tokens)} tok"
+            lines.append(Text(f"  llm #{call.id} {call.purpose} ({cost}{tokens}): {clean(call.output, 100)}",
+                              style="dim"))
     return lines
 
 

@@ -87,7 +87,11 @@
     else if (kind === "square") sv("rect", { x: -5, y: -5, width: 10, height: 10, rx: 2, fill: fill, class: "shape" }, g);
     else if (kind === "diamond") sv("rect", { x: -6, y: -6, width: 12, height: 12, fill: "#d1242f", class: "shape", transform: "rotate(45)" }, g);
     else if (kind === "triangle") sv("path", { d: "M0,-8 L7,6 L-7,6 Z", fill: it.type === "escalate" ? "#d1242f" : "#e8890c", class: "shape" }, g);
-    else if (kind === "cross") sv("path", { d: "M-5,-5 L5,5 M5,-5 L-5,5", stroke: "#9a6700", "stroke-width": 2.5, class: "shape" }, g);
+    else if (kind === "cross") {
+      sv("circle", { r: 7, fill: "#fff8c5", class: "shape" }, g);
+      var x = sv("path", { d: "M-4,-4 L4,4 M4,-4 L-4,4" }, g);
+      x.style.stroke = "#9a6700"; x.style.strokeWidth = "2.4"; x.style.strokeLinecap = "round";
+    }
     else if (kind === "rollback" || kind === "conflict") {
       var f = kind === "conflict" ? "#8250df" : (it.type === "rollback_local" ? "#e8890c" : "#d1242f");
       sv("circle", { r: 11, fill: f, class: "shape" }, g);
@@ -405,14 +409,16 @@
   function legend() {
     var box = document.getElementById("legend");
     [["dot", "assert message"], ["ring", "inform"], ["diamond", "reject"], ["triangle", "challenge / escalate"],
-     ["square", "statement enters a state"], ["rollback", "rollback (amber local, red global)"], ["conflict", "conflict set"],
+     ["square", "statement enters a state"], ["cross", "retract"], ["rollback", "rollback (amber local, red global)"],
+     ["conflict", "conflict set"],
      ["flag", "checkpoint"], ["grey", "abandoned"]].forEach(function (p) {
       var s = add(box, el("span"));
       var g = sv("svg", { width: 18, height: 18, viewBox: "-9 -9 18 18" }, s);
       if (p[0] === "flag") sv("rect", { x: -8, y: -6, width: 16, height: 12, rx: 3, fill: "#0a7ea4" }, g);
       else if (p[0] === "grey") sv("circle", { r: 6, fill: "#d5d9de", stroke: "#9aa1a9", "stroke-dasharray": "2 2" }, g);
       else {
-        var fake = { type: p[0] === "rollback" ? "rollback_global" : p[0] === "conflict" ? "conflict_set" : p[0] === "square" ? "assert" : "message",
+        var types = { rollback: "rollback_global", conflict: "conflict_set", square: "assert", cross: "retract" };
+        var fake = { type: types[p[0]] || "message",
           kind: { dot: "assert", ring: "inform", diamond: "reject", triangle: "challenge" }[p[0]] };
         var inner = sv("g", { transform: p[0] === "rollback" || p[0] === "conflict" ? "scale(0.75)" : "scale(1)" }, g);
         drawShape(inner, fake, "#57606a");
