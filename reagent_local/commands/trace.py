@@ -42,7 +42,10 @@ def trace() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @_log_option
 def list_cmd(last: int, as_json: bool, log_path: Path | None) -> None:
-    """Recent runs, newest first: question, answer, status, seconds, LLM calls, backtracks."""
+    """Recent runs, newest first.
+
+    Each with its question, answer, status, seconds, LLM calls and backtracks (local/global).
+    """
     from ..trace.runs import list_runs
 
     with _open_log(log_path) as log:
@@ -64,7 +67,12 @@ def list_cmd(last: int, as_json: bool, log_path: Path | None) -> None:
 @click.argument("run_id")
 @_log_option
 def show(run_id: str, log_path: Path | None) -> None:
-    """Timeline of RUN_ID (an id, a unique prefix, or `last`) in the terminal."""
+    """A run's timeline in the terminal.
+
+    RUN_ID is a run id, a unique prefix of one, or `last`. Shows the messages of every
+    round, checkpoints, local and global rollbacks with what they discarded, the
+    conflict sets, the LLM calls, and the answer with its passages.
+    """
     from rich.console import Console
 
     from ..trace import load_trace
@@ -81,7 +89,11 @@ def show(run_id: str, log_path: Path | None) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="File to write (default: <run id>.html here).")
 @_log_option
 def html_cmd(run_id: str, output: Path | None, log_path: Path | None) -> None:
-    """Write RUN_ID as one self-contained HTML page (no network needed to view it)."""
+    """A run as one self-contained HTML page.
+
+    Lanes per agent on a shared logical time axis; click a mark for its statement,
+    evidence and LLM call. The file needs no network to view. Prints its path.
+    """
     from ..trace import load_trace
     from ..trace.html import write_html
     from ..trace.runs import resolve_run_id
@@ -100,7 +112,10 @@ def html_cmd(run_id: str, output: Path | None, log_path: Path | None) -> None:
               help="Write to a file instead of stdout.")
 @_log_option
 def export(run_id: str, as_json: bool, output: Path | None, log_path: Path | None) -> None:
-    """The events, checkpoints and LLM calls of RUN_ID as JSON, for other tools."""
+    """A run's events as JSON, for other tools.
+
+    The run, its events, checkpoints (with snapshots) and LLM calls (prompt, raw output).
+    """
     import json
 
     from ..trace.runs import export_run, resolve_run_id

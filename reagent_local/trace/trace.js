@@ -41,7 +41,7 @@
     document.getElementById("question").textContent = r.question;
     var line = document.getElementById("answer-line");
     if (D.final.answer === null) {
-      add(line, el("span", "uncertain", "No answer: the run has not finished (still running, or interrupted)."));
+      add(line, el("span", "pending", "No answer: the run has not finished (still running, or interrupted)."));
     } else {
       line.appendChild(document.createTextNode("Answer: "));
       add(line, el("span", "answer", D.final.answer));
