@@ -104,3 +104,28 @@ def test_supervisor_discards_the_weaker_statement_scaled_by_reliability():
         "Sacramento", "Los Angeles"}
     controller.penalise("verifier")
     assert controller.score("verifier") < 1.0
+
+
+def test_comparisons_are_decided_in_code_when_clear():
+    from reagent_local.agents.compare import both_yes, compare
+
+    question = "Which band was formed first, The Tallows or Red Kite?"
+    steps_q = ["When was the band The Tallows formed?", "When was the band Red Kite formed?"]
+    assert compare(question, steps_q, ["1990", "March 1985"]) == "Red Kite"
+    assert compare("Which band was formed later, The Tallows or Red Kite?", steps_q, ["1990", "1985"]) == "The Tallows"
+    assert compare("Who is older, Ann Berg or Tom Hale?", ["When was Ann Berg born?", "When was Tom Hale born?"],
+                   ["3 May 1950", "1948"]) == "Tom Hale"
+    assert compare(question, steps_q, ["1990", "unknown"]) is None  # not a clear case: the model decides
+    assert compare("Who was born in Oslo, Ann or Tom?", ["Where was Ann born?", "Where was Tom born?"], ["Oslo", "Rome"]) is None
+    assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["yes", "no"]) == "no"
+    assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["yes", "yes"]) == "yes"
+    assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["Finland", "yes"]) is None
+
+
+def test_assembler_uses_the_comparison_rule_before_the_model():
+    llm = ScriptedLLM()
+    assembler = AnswerAssembler(caller(llm), ConflictChecker())
+    result = assembler.assemble("What film came out first, Blue Harbour or Red Sky?", [
+        StepResult(0, "When was Blue Harbour released?", "1981", None, (), ()),
+        StepResult(1, "When was Red Sky released?", "1962", None, (), ())])
+    assert result == "Red Sky" and llm.requests == []

@@ -15,6 +15,7 @@ from ..conflicts import ConflictChecker
 from ..knowledge import Statement
 from ..prompts import render_messages
 from . import PROMPTS, Caller
+from .compare import both_yes, compare
 from .evidence import answer_type_problem, grounded_in, is_yes_no_question, normalize
 from .schemas import FinalAnswer
 
@@ -93,6 +94,10 @@ class AnswerAssembler:
         """
         if not is_yes_no_question(question) and is_chain(steps):
             return steps[-1].answer
+        decided = both_yes(question, [s.answer for s in steps]) if is_yes_no_question(question) else \
+            compare(question, [s.question for s in steps], [s.answer for s in steps])
+        if decided is not None:
+            return decided
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
         answer = " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())

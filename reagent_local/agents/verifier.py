@@ -117,7 +117,8 @@ class Verifier:
         if any(p.suspicious for p in candidate.cited):
             problems.append("a cited passage contains instructions, not facts")
         is_yes_no = normalize_value(candidate.answer) in {"yes", "no"}
-        texts = [p.text for p in candidate.cited] or [p.text for p in evidence.passages]
+        # the title is part of the passage: "Fraser Valley Regional District" may only be named there
+        texts = [f"{p.title}: {p.text}" for p in (candidate.cited or evidence.passages)]
         if not is_yes_no and not grounded_in(candidate.answer, texts + [f.text for f in evidence.facts]):
             problems.append(f"the answer {candidate.answer!r} does not appear in the cited passages")
         statement = candidate.to_statement(confidence=0.5)
