@@ -66,6 +66,9 @@ def info_cmd(name: str, as_json: bool) -> None:
     _print_info(name, as_json)
 
 
+_KG_SHOWN = 25  # relations listed by `index info`; a dump has hundreds of infobox keys
+
+
 def _size(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -100,8 +103,11 @@ def _print_info(name: str, as_json: bool = False) -> None:
     kg = m.get("kg")
     if kg:
         lines.append(f"kg         {kg.get('triples')} triples")
-        for relation, count in sorted((kg.get("by_relation") or {}).items(), key=lambda kv: (-kv[1], kv[0])):
+        ranked = sorted((kg.get("by_relation") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        for relation, count in ranked[:_KG_SHOWN]:
             lines.append(f"             {relation:<24} {count}")
+        if len(ranked) > _KG_SHOWN:
+            lines.append(f"             ... {len(ranked) - _KG_SHOWN} more relations (all of them with --json)")
     else:
         lines.append("kg         none")
     click.echo("\n".join(lines))
