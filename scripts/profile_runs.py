@@ -1,0 +1,56 @@
+"""Cost profile of one method in a benchmark run folder (median/p90 seconds, calls, tokens,
+time outside llama.cpp, how often each kind of backtracking fired).
+
+    .venv/bin/python scripts/profile_runs.py bench-runs/hotpotqa-n30 --method reagent-both --first 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from reagent_local.log import EventLog
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--method", default="reagent-both")
+    parser.add_argument("--first", type=int, default=None, help="only the first N questions of the run")
+    args = parser.parse_args()
+    records = [json.loads(line) for line in open(args.run_dir / "records.jsonl") if line.strip()]
+    records = [r for r in records if r["method"] == args.method][: args.first]
+    if not records:
+        raise SystemExit(f"no records of {args.method} in {args.run_dir}")
+    llm_seconds = {}
+    with EventLog(args.run_dir / "events.duckdb", read_only=True) as log:
+        for r in records:
+            calls = log.llm_calls(r["run_id"]) if r.get("run_id") else []
+            llm_seconds[r["run_id"]] = sum(c.get("seconds") or 0.0 for c in calls)
+    seconds = [r["seconds"] for r in records]
+    calls = [r["llm_calls"] for r in records]
+    tokens = [r["prompt_tokens"] + r["completion_tokens"] for r in records]
+    outside = 1 - sum(llm_seconds.values()) / sum(seconds)
+    local = sum(1 for r in records if (r.get("backtracks") or {}).get("local", 0) > 0)
+    glob = sum(1 for r in records if (r.get("backtracks") or {}).get("global", 0) > 0)
+    n = len(records)
+    print(f"{args.method}: {n} questions from {args.run_dir}")
+    print(f"  seconds/question   median {statistics.median(seconds):.1f}  p90 {percentile(seconds, 0.9):.1f}  mean {statistics.mean(seconds):.1f}")
+    print(f"  LLM calls/question median {statistics.median(calls):.0f}  mean {statistics.mean(calls):.2f}  max {max(calls)}")
+    print(f"  tokens/question    median {statistics.median(tokens):.0f}  mean {statistics.mean(tokens):.0f}")
+    print(f"  wall time outside llama.cpp calls: {outside:.1%}")
+    print(f"  local backtracking fired on {local}/{n} questions ({sum((r.get('backtracks') or {}).get('local', 0) for r in records)} rollbacks)")
+    print(f"  global backtracking fired on {glob}/{n} questions ({sum((r.get('backtracks') or {}).get('global', 0) for r in records)} rollbacks)")
+    print(f"  uncertain answers: {sum(1 for r in records if r.get('uncertain'))}/{n}; EM {statistics.mean(r['em'] for r in records):.3f} F1 {statistics.mean(r['f1'] for r in records):.3f}")
+
+
+if __name__ == "__main__":
+    main()
