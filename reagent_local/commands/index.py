@@ -52,7 +52,7 @@ def list_cmd(as_json: bool) -> None:
     if not found:
         info(f"no indexes under {config.paths.indexes}; build one with `reagent index build SOURCE --name NAME`")
     for m in found:
-        click.echo(f"{m['name']:<40} {m.get('passages', '?'):>9} passages  {m.get('reader', '?'):<8} "
+        click.echo(f"{m['name']:<48} {m.get('passages', '?'):>9} passages  {m.get('reader', '?'):<8} "
                    f"{m.get('faiss', {}).get('type', '?'):<5} {_size(m['size_bytes']):>9}  {m.get('created', '')}")
     for name in interrupted_builds(config):
         info(f"{name}: interrupted build (run the same `reagent index build` again to resume)")
