@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bz2
 import json
 import threading
 from pathlib import Path
@@ -147,10 +148,18 @@ def test_invalid_names_are_refused(tmp_path, name):
         build_index(_jsonl(tmp_path), name, _config(tmp_path), progress=False)
 
 
+def _truncated_dump() -> bytes:
+    pages = "".join(f"<page><title>P{i}</title><ns>0</ns><id>{i}</id><revision><text>{'Words here. ' * 300}</text>"
+                    "</revision></page>" for i in range(40))
+    packed = bz2.compress(f"<mediawiki>{pages}</mediawiki>".encode())
+    return packed[: len(packed) * 2 // 3]
+
+
 @pytest.mark.parametrize(
     "content, fmt, message",
     [
         (b"<html><head><title>Error</title></head></html>", "auto", "HTML page"),
+        (_truncated_dump(), "auto", "truncated"),
         (b"", "auto", "is empty"),
         (b'{"title": "a", "text": "ok"}\n{oops\n', "jsonl", "line 2, is not JSON"),
         (b'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/"><page><title>R</title><ns>0</ns><id>1</id>'
