@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import time
-from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Iterator
@@ -25,7 +24,7 @@ from ..config import Config
 from ..errors import IndexBuildError, ReagentError
 from .dense import build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, make_embedder
-from .layout import MANIFEST, building_dir, index_dir, validate_name
+from .layout import MANIFEST, build_lock, building_dir, index_dir, validate_name
 from .passages import TARGET_WORDS, index_text, split_passages
 from .progress import Reporter, reporter
 from .readers import FORMATS, detect_format, read_documents
@@ -156,45 +155,6 @@ def _iter_shards(folder: Path, count: int) -> Iterator[np.ndarray]:
         yield np.load(_shard_path(folder, number))
 
 
-@contextmanager
-def _build_lock(config: Config, name: str) -> Iterator[None]:
-    """Hold ``indexes/.NAME.lock`` so two processes never build the same index at once."""
-    path = config.paths.indexes / f".{name}.lock"
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _alive(pid):
-                raise IndexBuildError(
-                    f"another process (pid {pid}) is building index {name!r} right now",
-                    hint="wait for it to finish, or stop it and run the build again to resume",
-                ) from None
-            path.unlink(missing_ok=True)  # left by a process that died
-    else:
-        raise IndexBuildError(f"cannot take the build lock {path}", hint="remove the file if no build is running")
-    try:
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _check_kg_available() -> None:
     if importlib.util.find_spec("reagent_local.kg.build") is None:
         raise IndexBuildError(
@@ -247,7 +207,7 @@ def build_index(
            "embedder": embedder.name, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
     folder = building_dir(config, name)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(config, name), reporter(progress) as report:
+    with build_lock(config, name), reporter(progress) as report:
         state = _load_state(folder, key, report)
         try:
             manifest = _run_steps(source, fmt, limit, with_kg, faiss_kind_requested, embedder, folder, state, report)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..config import Config
 from ..errors import IndexBuildError, IndexNotFoundError
@@ -108,6 +111,45 @@ def resolve_index(name_or_path: str | Path, config: Config) -> Path:
     else:
         hint = f"no index is built yet under {config.paths.indexes}: run `reagent index build SOURCE --name {name}`"
     raise IndexNotFoundError(f"no index named {name!r} in {config.paths.indexes}", hint=hint)
+
+
+@contextmanager
+def build_lock(config: Config, name: str) -> Iterator[None]:
+    """Hold ``indexes/.NAME.lock`` so two processes never build the same index at once."""
+    path = config.paths.indexes / f".{name}.lock"
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            try:
+                pid = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and _alive(pid):
+                raise IndexBuildError(
+                    f"another process (pid {pid}) is building index {name!r} right now",
+                    hint="wait for it to finish, or stop it and run the build again to resume",
+                ) from None
+            path.unlink(missing_ok=True)  # left by a process that died
+    else:
+        raise IndexBuildError(f"cannot take the build lock {path}", hint="remove the file if no build is running")
+    try:
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _slug(text: str) -> str:
