@@ -2,7 +2,8 @@
 
 ``indexes/NAME/`` holds ``manifest.json``, ``passages.duckdb``, ``dense.faiss``,
 ``bm25/`` and, for dumps, ``kg.duckdb``. A build in progress is the hidden folder
-``indexes/.NAME.building/``; it is never listed or opened as an index.
+``indexes/.NAME.building/``, guarded by ``indexes/.NAME.lock``; it is never listed or
+opened as an index.
 """
 
 from __future__ import annotations
