@@ -60,7 +60,7 @@ def test_user_errors_are_one_message_without_traceback(env, capsys):
     _, source = env
     for argv, expected in (
         (["search", "x", "--index", "missing"], "no index named 'missing'"),
-        (["search", "x", "--kg"], "not available yet"),
+        (["search", "x", "--kg"], "no index named 'enwiki-sample'"),  # --kg on the default index
         (["index", "build", str(source), "--name", "bad name"], "invalid index name"),
         (["index", "info", "missing"], "no index named 'missing'"),
     ):
