@@ -45,6 +45,10 @@ class LLMTruncatedError(LLMOutputError):
     """Generation stopped at the token limit before the JSON object was complete."""
 
 
+class SchemaError(ReagentError):
+    """An output schema cannot be turned into a llama.cpp grammar."""
+
+
 class ChatTemplateError(ReagentError):
     """The GGUF has no chat template and no chat format was given."""
 

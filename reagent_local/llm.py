@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError
+from .errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
@@ -97,6 +97,29 @@ def parse_json_output(raw: str, schema: type[T], finish_reason: str) -> T:
         return schema.model_validate(data)
     except ValidationError as exc:
         raise LLMOutputError(f"output does not validate as {schema.__name__}: {exc.errors()[:3]}", raw=raw) from None
+
+
+# llama.cpp expands {0,N} repetitions into nested rules; past about 1,000 its grammar
+# parser refuses and llama-cpp-python then crashes the process (measured: 1,000 works,
+# 1,500 segfaults). Refuse such schemas up front with a message instead.
+MAX_GRAMMAR_REPEAT = 1000
+
+
+def check_grammar_limits(schema: Any, where: str = "schema") -> None:
+    """Raise SchemaError when a JSON schema asks for repetitions llama.cpp cannot compile."""
+    if isinstance(schema, dict):
+        for key in ("maxLength", "maxItems"):
+            value = schema.get(key)
+            if isinstance(value, int) and value > MAX_GRAMMAR_REPEAT:
+                raise SchemaError(
+                    f"{where} has {key}={value}; llama.cpp grammars support at most {MAX_GRAMMAR_REPEAT}",
+                    hint=f"lower {key} to {MAX_GRAMMAR_REPEAT} or less (short fields also keep small models on track)",
+                )
+        for name, sub in schema.items():
+            check_grammar_limits(sub, f"{where}.{name}" if isinstance(sub, (dict, list)) else where)
+    elif isinstance(schema, list):
+        for item in schema:
+            check_grammar_limits(item, where)
 
 
 def read_gguf_magic(path: Path) -> bytes:
@@ -229,9 +252,11 @@ class LlamaModel:
         seed: int | None = None,
     ) -> JsonResult[T]:
         """Generate one JSON object constrained by and validated against ``schema``."""
+        json_schema = schema.model_json_schema()
+        check_grammar_limits(json_schema, schema.__name__)
         call = self.chat_raw(
             messages,
-            json_schema=schema.model_json_schema(),
+            json_schema=json_schema,
             max_tokens=max_tokens,
             temperature=temperature,
             seed=seed,

@@ -52,3 +52,18 @@ def test_parse_json_output_distinguishes_truncation():
 def test_raw_newlines_inside_strings_are_accepted():
     # llama.cpp's JSON grammar allows a literal newline inside a string
     assert parse_json_output('{"answer": "Paris\nFrance"}', Span, "stop").answer == "Paris\nFrance"
+
+
+def test_schemas_llama_cpp_cannot_compile_are_refused_before_the_call():
+    from reagent_local.errors import SchemaError
+    from reagent_local.llm import LlamaModel, check_grammar_limits
+
+    class Essay(BaseModel):
+        text: str = Field(max_length=4000)
+
+    with pytest.raises(SchemaError, match="maxLength=4000"):
+        check_grammar_limits(Essay.model_json_schema(), "Essay")
+    # refused before the model file is even opened (it does not exist here)
+    with pytest.raises(SchemaError):
+        LlamaModel("/nonexistent.gguf").generate_json([{"role": "user", "content": "x"}], Essay)
+    check_grammar_limits(Span.model_json_schema(), "Span")  # small fields pass

@@ -1,0 +1,70 @@
+"""Generation speed of the llama.cpp layer against a bare llama_cpp.Llama call.
+
+Both paths load the same GGUF with the same settings and generate the same number of
+tokens from the same prompt; runs alternate so machine load hits both alike.
+
+    .venv/bin/python scripts/bench_llm.py qwen2.5-coder-1.5b qwen2.5-coder-0.5b --tokens 128 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from pydantic import BaseModel, Field
+
+from reagent_local.api import load_llm
+from reagent_local.config import load_config
+
+PROMPT = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Write a long, detailed paragraph about the history of the city of Lisbon."},
+]
+
+
+class Essay(BaseModel):
+    text: str = Field(max_length=1000)
+
+
+def bare_call(llama, tokens: int) -> tuple[int, float]:
+    start = time.perf_counter()
+    out = llama.create_chat_completion(messages=PROMPT, max_tokens=tokens, temperature=0.0, seed=0)
+    seconds = time.perf_counter() - start
+    return out["usage"]["completion_tokens"], seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    config = load_config()
+    for name in args.models:
+        model = load_llm(name, config)
+        llama = model.load()  # the wrapper's own llama.cpp context, used bare for the baseline
+        bare_call(llama, 8)  # warm-up: load weights, fill the prompt cache alike for both paths
+        rows = {"bare llama_cpp.Llama": [], "LlamaModel.chat_raw": [], "LlamaModel.generate_json (grammar)": []}
+        for _ in range(args.runs):
+            n, s = bare_call(llama, args.tokens)
+            rows["bare llama_cpp.Llama"].append(n / s)
+            call = model.chat_raw(PROMPT, max_tokens=args.tokens, temperature=0.0, seed=0)
+            rows["LlamaModel.chat_raw"].append(call.completion_tokens / call.seconds)
+            try:
+                result = model.generate_json(PROMPT, Essay, max_tokens=args.tokens, temperature=0.0, seed=0)
+                call = result.call
+            except Exception as exc:  # truncation at the token limit is expected here
+                call = None
+                print(f"  (json run: {type(exc).__name__})")
+            if call is not None:
+                rows["LlamaModel.generate_json (grammar)"].append(call.completion_tokens / call.seconds)
+        print(f"{name}: {args.tokens} tokens, {args.runs} runs, prompt cached (tokens/s, median)")
+        for label, speeds in rows.items():
+            if speeds:
+                print(f"  {label:38} {statistics.median(speeds):6.1f}")
+        model.close()
+
+
+if __name__ == "__main__":
+    main()
