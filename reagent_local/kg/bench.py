@@ -2,12 +2,11 @@
 
 For every (subject, relation) of an index's graph under a shared relation name, a
 template gives a question ("What is the capital of Alabama?") whose gold answers are
-that subject's values for the relation. Three recalls per question: the hybrid top-k
-passages contain a gold value (folded text match, lenient toward passages), the graph
-search's top-k triples contain a gold triple, and either of the two. The questions
-come from the graph itself, so the graph's recall is an upper bound of what it can add,
-not a QA score.
-"""
+that subject's values for the relation. Per question: do the hybrid top-k passages
+contain a gold value (folded text match, lenient toward passages), do the graph
+search's top-k triples contain a gold triple (and is its first triple one), and does
+either. The questions come from the graph itself, so the graph's recall is an upper
+bound of what it can add, not a QA score."""
 
 from __future__ import annotations
 
@@ -148,7 +147,7 @@ def run_kg_bench(index_name: str, config: Config, *, limit: int | None = None, p
     try:
         graph = open_index_graph(index_name, config)
     except NoKnowledgeGraphError as exc:
-        return _empty_report(index_name, f"{exc.message}; the graph adds nothing here")
+        return _empty_report(index_name, exc.message)
     with graph:
         questions = template_questions(graph, limit)
         if not questions:
@@ -188,11 +187,11 @@ def _record(q: TemplateQuestion, hits: list, triples: list[Triple]) -> dict:
 
 def _summary(records: list[dict]) -> dict:
     n = len(records)
-    counts = {"passages": 0, "graph": 0, "union": 0, "only_graph": 0, "only_passages": 0}
+    counts = {"passages": 0, "graph": 0, "graph_top1": 0, "union": 0, "only_graph": 0, "only_passages": 0}
     for r in records:
         p, g = r["passages"], r["graph"]
-        for key, hit in (("passages", p), ("graph", g), ("union", p or g), ("only_graph", g and not p),
-                         ("only_passages", p and not g)):
+        for key, hit in (("passages", p), ("graph", g), ("graph_top1", r["graph_rank"] == 1), ("union", p or g),
+                         ("only_graph", g and not p), ("only_passages", p and not g)):
             counts[key] += bool(hit)
     return {"n": n, **{key: (c / n if n else 0.0) for key, c in counts.items()}}
 
@@ -205,10 +204,12 @@ def format_kg_table(report: dict) -> str:
     """The report as text: the caveat, then recall per relation and overall."""
     if not report["kg"]:
         return f"index {report['index']}: the knowledge graph adds nothing.\n{report['reason']}"
-    head = ["relation", "n", f"passages@{report['passages_k']}", f"graph@{report['kg_k']}", "either", "only graph"]
+    head = ["relation", "n", f"passages@{report['passages_k']}", f"graph@{report['kg_k']}", "graph@1", "either",
+            "only graph"]
+    keys = ("passages", "graph", "graph_top1", "union", "only_graph")
     rows = [head]
     for name, s in [*report["by_relation"].items(), ("all", report["overall"])]:
-        rows.append([name, str(s["n"])] + [f"{s[key]:.3f}" for key in ("passages", "graph", "union", "only_graph")])
+        rows.append([name, str(s["n"])] + [f"{s[key]:.3f}" for key in keys])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lat = report["latency_ms"]
