@@ -105,9 +105,9 @@ def answer_forms(triple: Triple) -> set[str]:
     """Folded texts that count as the triple's answer in a passage.
 
     The value, the infobox's shown text, both without parenthetical notes or a
-    trailing share (``English 95.1%``), a linked
-    place's head (``Hodgenville, Kentucky`` -> ``hodgenville``), dates in both usual
-    orders, and numbers with and without thousands separators.
+    trailing share (``English 95.1%``), a linked place's head (``Hodgenville,
+    Kentucky`` -> ``hodgenville``), dates in both usual orders, and numbers with and
+    without thousands separators.
     """
     texts = {triple.value, triple.display or ""}
     texts |= {_PARENTHETICAL.sub("", t) for t in list(texts)}
