@@ -23,7 +23,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from .commands import ask, bench, bench_retrieval, data, index, models, search, trace
+    from .commands import ask, bench, bench_kg, bench_retrieval, data, index, models, search, trace
 
     cli.add_command(models.models)
     cli.add_command(data.data)
@@ -32,6 +32,7 @@ def _register() -> None:
     cli.add_command(ask.ask)
     cli.add_command(bench.bench)
     bench.bench.add_command(bench_retrieval.retrieval)
+    bench.bench.add_command(bench_kg.kg)
     cli.add_command(trace.trace)
 
 
