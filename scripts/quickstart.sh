@@ -15,6 +15,6 @@ if [ ! -f indexes/enwiki-sample/manifest.json ]; then
 else
   echo "==> index enwiki-sample present"
 fi
-question="${1:-Which city is the capital of the U.S. state where Harper Lee was born?}"
+question="${1:-What is the capital of the U.S. state whose largest city is Birmingham?}"
 echo "==> reagent ask \"$question\""
 reagent ask "$question"
