@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .agents.assembler import AGENT as ASSEMBLER, AnswerAssembler, Escalation, StepResult
 from .agents.controller import AGENT as CONTROLLER, Budget, BudgetExhausted, Controller
 from .agents.decomposer import AGENT as DECOMPOSER, QuestionDecomposer, SubQuestion
-from .agents.evidence import Evidence, EvidencePassage, is_unknown
+from .agents.evidence import Evidence, EvidencePassage, is_unknown, normalize
 from .agents.retriever import AGENT as RETRIEVER, RetrieverAgent
 from .agents.supervisor import AGENT as SUPERVISOR, Supervisor
 from .agents.verifier import AGENT as VERIFIER, Candidate, Check, LLMJudge, Verifier, confidence_of
@@ -173,7 +173,9 @@ class QuestionRun:
         checkpoint = self.ws.checkpoint(f"before step {step.sub.index + 1}")
         query = step.question
         tried: list[tuple[float, Candidate, Evidence, Check]] = []
-        for depth in range(cfg.max_backtrack_depth + 1):
+        # a step redone after a global rollback gets one retry: its first pass already had its full depth
+        max_depth = min(1, cfg.max_backtrack_depth) if fresh else cfg.max_backtrack_depth
+        for depth in range(max_depth + 1):
             self.budget.check()
             evidence = self._retrieve(step, query, use_prefetch=(depth == 0 and not fresh))
             try:
@@ -207,7 +209,9 @@ class QuestionRun:
                                                          "reason": "; ".join(reasons)},
                        [statement or candidate.to_statement(confidence)])
             self.backtracks["local"] += 1
-            if depth == cfg.max_backtrack_depth:
+            repeated = sum(normalize(t[1].answer) == normalize(candidate.answer) for t in tried) > 1
+            if depth == max_depth or repeated:
+                # new evidence gave the same rejected answer again: more retries will not help
                 break
             step.excluded |= {p.id for p in candidate.cited if p.suspicious}
             hints = [p.title for p in evidence.passages[:3]]

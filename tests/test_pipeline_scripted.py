@@ -241,3 +241,17 @@ def test_no_backtracking_ablation_keeps_the_first_answer(index, log):
     assert answer.answer == "Tom Hale" and answer.uncertain
     assert answer.backtracks == {"local": 0, "global": 0}
     assert llm.requests_for("Reformulation") == []
+
+
+def test_the_same_rejected_answer_twice_stops_the_retries(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer")
+    llm.add_rule({"query": "Blue Harbour director"}, schema="Reformulation")
+    answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
+    assert len(llm.requests_for("SubAnswer")) == 2  # not 3: the retry gave the same answer
+    assert len(llm.requests_for("Reformulation")) == 1
+    assert answer.uncertain and answer.backtracks["local"] == 2
+    override = next(e for e in log.events(answer.run_id) if e.type == "override")
+    assert override.payload["decision"] == "keep best candidate"
