@@ -129,3 +129,24 @@ def test_assembler_uses_the_comparison_rule_before_the_model():
         StepResult(0, "When was Blue Harbour released?", "1981", None, (), ()),
         StepResult(1, "When was Red Sky released?", "1962", None, (), ())])
     assert result == "Red Sky" and llm.requests == []
+
+
+def test_an_either_or_question_is_answered_with_one_of_its_options():
+    llm = ScriptedLLM()
+    assembler = AnswerAssembler(caller(llm), ConflictChecker())
+    chain = [StepResult(0, "Which case was decided first, Roe or Doe?", "Roe", None, (), ()),
+             StepResult(1, "When was Roe decided?", "1973", None, (), (0,))]
+    assert assembler.assemble("Which case came first, Roe or Doe?", chain) == "Roe"
+    assert llm.requests == []
+
+
+def test_verifier_fixes_wrong_citation_numbers():
+    from reagent_local.agents.evidence import Evidence, EvidencePassage
+    from reagent_local.agents.verifier import Verifier
+
+    evidence = Evidence("q", (EvidencePassage("A#0", "A", "Nothing here.", 1.0),
+                              EvidencePassage("B#0", "B", "Blue Harbour was directed by Mara Lind.", 0.9)))
+    llm = ScriptedLLM(responses=[{"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour",
+                                  "relation": "director"}])
+    candidate = Verifier(caller(llm), ConflictChecker()).answer(0, "Who directed Blue Harbour?", evidence)
+    assert [p.id for p in candidate.cited] == ["B#0"]

@@ -15,7 +15,7 @@ from ..conflicts import ConflictChecker
 from ..knowledge import Statement
 from ..prompts import render_messages
 from . import PROMPTS, Caller
-from .compare import both_yes, compare
+from .compare import both_yes, compare, matching_option, options
 from .evidence import answer_type_problem, grounded_in, is_yes_no_question, normalize
 from .schemas import FinalAnswer
 
@@ -92,12 +92,21 @@ class AnswerAssembler:
         A chain (every step feeds the last one) is answered by its last step, as is a
         single step; only comparisons and other joins need the model to combine facts.
         """
-        if not is_yes_no_question(question) and is_chain(steps):
-            return steps[-1].answer
-        decided = both_yes(question, [s.answer for s in steps]) if is_yes_no_question(question) else \
+        yes_no = is_yes_no_question(question)
+        opts = None if yes_no else options(question)
+        if not yes_no and is_chain(steps):
+            if opts is None or matching_option(steps[-1].answer, opts):
+                return steps[-1].answer
+            # an "A or B?" question whose chain ended on neither option: decide below
+        decided = both_yes(question, [s.answer for s in steps]) if yes_no else \
             compare(question, [s.question for s in steps], [s.answer for s in steps])
         if decided is not None:
             return decided
+        if opts is not None:
+            for step in reversed(steps):
+                option = matching_option(step.answer, opts)
+                if option is not None:
+                    return option
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
         answer = " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())

@@ -73,3 +73,15 @@ def both_yes(question: str, answers: Sequence[str]) -> str | None:
     if not _BOTH.search(question) or not norm or any(a not in {"yes", "no"} for a in norm):
         return None
     return "yes" if all(a == "yes" for a in norm) else "no"
+
+
+def matching_option(answer: str, opts: tuple[str, str]) -> str | None:
+    """The option an answer names (normalised containment either way), or None."""
+    norm = normalize(answer)
+    if not norm:
+        return None
+    for option in opts:
+        other = normalize(option)
+        if other and (other == norm or other in norm or norm in other):
+            return option
+    return None

@@ -102,8 +102,13 @@ class Verifier:
 
         messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=question)
         value: SubAnswer = self.call(AGENT, messages, SubAnswer, max_tokens=90).value
+        answer = " ".join(value.answer.split())
         cited = tuple(evidence.by_number(value.passages))
-        return Candidate(index, question, " ".join(value.answer.split()), cited, value.subject, value.relation)
+        if not grounded_in(answer, [f"{p.title}: {p.text}" for p in cited]):
+            # small models often cite the wrong number: cite the passages that contain the span
+            containing = tuple(p for p in evidence.passages if grounded_in(answer, [f"{p.title}: {p.text}"]))
+            cited = containing or cited
+        return Candidate(index, question, answer, cited, value.subject, value.relation)
 
     def check(self, candidate: Candidate, evidence: Evidence, *, verified: Sequence[Statement] = (),
               facts: Iterable[Statement] = ()) -> Check:
