@@ -130,3 +130,16 @@ def test_every_kind_of_event_is_shown(tmp_path, make_run, expected):
         assert text in flat
     assert "@@@ not json \x1b" not in raw  # the model's control code was dropped, not sent to the terminal
     assert max(len(line) for line in ANSI.sub("", raw).splitlines()) <= 100
+
+
+def test_retriever_messages_name_the_infobox_facts_they_carried():
+    from reagent_local.trace.describe import describe
+    from reagent_local.trace.model import Item
+
+    payload = {"kind": "inform", "recipients": ["verifier"], "statements": [],
+               "payload": {"step": 0, "query": "population of Aruba",
+                           "passages": [{"id": "Aruba#2", "title": "Aruba", "text": "102,484 inhabitants"}],
+                           "facts": ["Aruba: population = 103,400"]}}
+    item = Item(seq=5, time=5, agent="retriever", type="message", kind="inform", summary="", payload=payload)
+    line = describe(item, {}, {})
+    assert "1 passages" in line and "1 infobox facts: Aruba: population = 103,400" in line

@@ -43,7 +43,12 @@ def _message(item: Item) -> str:
         titles = ", ".join(clean(x.get("title", ""), 40) for x in body["passages"]) or "none"
         step = body.get("step")
         where = f"step {step + 1}, " if isinstance(step, int) else ""
-        return f"{head}: {len(body['passages'])} passages ({where}query {quoted(body.get('query', ''), 70)}): {titles}"
+        line = f"{head}: {len(body['passages'])} passages ({where}query {quoted(body.get('query', ''), 70)}): {titles}"
+        facts = body.get("facts") or []
+        if facts:
+            line += f"; {len(facts)} infobox facts: " + "; ".join(clean(f, 60) for f in facts[:4])
+            line += " ..." if len(facts) > 4 else ""
+        return line
     if item.kind == "reject":
         reason = body.get("reason") or body.get("escalation") or ""
         return f"{head}: {' + '.join(texts)}" + (f" — {clean(reason, 120)}" if reason else "")
