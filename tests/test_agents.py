@@ -116,6 +116,9 @@ def test_comparisons_are_decided_in_code_when_clear():
     assert compare("Who is older, Ann Berg or Tom Hale?", ["When was Ann Berg born?", "When was Tom Hale born?"],
                    ["3 May 1950", "1948"]) == "Tom Hale"
     assert compare(question, steps_q, ["1990", "unknown"]) is None  # not a clear case: the model decides
+    from reagent_local.agents.compare import options
+    assert options("Which case came first, Craig v. Boren or United States v. Paramount Pictures, Inc.?") == (
+        "Craig v. Boren", "United States v. Paramount Pictures, Inc.")
     assert compare("Who was born in Oslo, Ann or Tom?", ["Where was Ann born?", "Where was Tom born?"], ["Oslo", "Rome"]) is None
     assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["yes", "no"]) == "no"
     assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["yes", "yes"]) == "yes"

@@ -22,9 +22,13 @@ _LARGER_WINS = re.compile(r"\b(later|latest|last|more recent|most recent|newer|n
 _BOTH = re.compile(r"\b(both|all|each)\b", re.I)
 
 
+_OPTIONS_AFTER_COMMA = re.compile(r",\s*([^,]+?)\s+or\s+(.+?)\s*\?*$", re.I)
+
+
 def options(question: str) -> tuple[str, str] | None:
-    """The two options of an 'A or B?' question, as written."""
-    match = _OPTIONS.search(question.strip())
+    """The two options of an 'A or B?' question, as written (B may contain commas: 'X, Inc.')."""
+    text = question.strip()
+    match = _OPTIONS_AFTER_COMMA.search(text) or _OPTIONS.search(text)
     if not match:
         return None
     first = re.split(r"\b(?:first|earlier|older|later|younger|more|larger|bigger|higher|longer|,)\b\s*", match.group(1))[-1]
