@@ -9,22 +9,13 @@ can show exactly why an answer came out as it did.
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from .agents import decomposer as decomposer_mod
-from .agents.controller import Budget, BudgetExhausted, Controller
-from .agents.decomposer import QuestionDecomposer, SubQuestion
-from .agents.retriever import RetrieverAgent, SearchIndex
-from .agents.supervisor import Supervisor
-from .agents.verifier import LLMJudge, Verifier
-from .agents.assembler import AnswerAssembler
+from .agents.retriever import SearchIndex
 from .answer import Answer
 from .config import Config
-from .conflicts import ConflictChecker
 from .errors import QuestionError
-from .llm import LLM, JsonResult, Message
+from .llm import LLM
 from .log import EventLog
 from .run import QuestionRun
 

@@ -98,7 +98,7 @@ def driver(tmp_path: Path) -> dict:
     return module
 
 
-def index_of(paragraphs: list[tuple[str, str]]) -> "InMemoryIndex":
+def index_of(paragraphs: list[tuple[str, str]]) -> "object":
     from reagent_local.testing import InMemoryIndex
 
     index = InMemoryIndex()

@@ -1,7 +1,6 @@
 """End to end with real parts: the 1.5B GGUF model, a real FAISS + BM25 index built here."""
 
 import json
-from dataclasses import replace
 
 import pytest
 

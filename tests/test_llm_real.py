@@ -1,6 +1,5 @@
 """The llama.cpp layer with a real GGUF model (SmolLM2-135M): no fakes."""
 
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, Field

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bz2
 import json
-from pathlib import Path
 
 import pytest
 

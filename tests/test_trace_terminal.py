@@ -42,7 +42,7 @@ def test_timeline_shows_both_rollbacks_with_target_and_discarded_statements(log)
     flat = " ".join(text.split())
     assert 'LOCAL ROLLBACK to checkpoint #' in flat and '"before step 1"' in flat
     assert 'GLOBAL ROLLBACK to checkpoint #' in flat and '"before step 4"' in flat
-    assert f'discarded verifier' in flat
+    assert 'discarded verifier' in flat
     assert f'Olympics held? -> {WRONG_STATE}"' in flat
     assert f'California? -> {WRONG_CAPITAL}"' in flat
     assert "abandoned: discarded by the rollback at t=" in flat
