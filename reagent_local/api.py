@@ -8,11 +8,15 @@ from typing import Any
 
 from .answer import Answer
 from .config import Config, load_config
-from .errors import IndexNotFoundError
+from .errors import ConfigError, IndexNotFoundError
 from .llm import LLM, LlamaModel
 from .log import EventLog
 from .models import resolve_model
 from .pipeline import Pipeline
+
+
+# the roles that call a model (the supervisor and controller decide without one)
+ROLES = ("decomposer", "retriever", "verifier", "assembler")
 
 
 def load_llm(name_or_path: str, config: Config) -> LlamaModel:
@@ -61,6 +65,10 @@ class ReAgent:
         if backtracking is not None and config.pipeline.backtracking != backtracking:
             config = replace(config, pipeline=replace(config.pipeline, backtracking=backtracking))
         model_llm = llm or load_llm(model or config.llm.model, config)
+        unknown = set(config.pipeline.role_models) - set(ROLES)
+        if unknown:
+            raise ConfigError(f"unknown role(s) in pipeline.role_models: {sorted(unknown)}",
+                              hint=f"roles that call a model: {', '.join(ROLES)}")
         role_llms = {role: load_llm(name, config) for role, name in config.pipeline.role_models.items()}
         search_index = open_index(config.retrieval.index, config)
         kg = open_kg(search_index) if config.retrieval.use_kg else None

@@ -51,3 +51,13 @@ def test_verify_reports_a_corrupt_model(tmp_path):
     result = reagent("models", "verify", home=tmp_path)
     assert_clean_error(result, "failed verification")
     assert "size 104 bytes" in result.stdout
+
+
+def test_unknown_role_in_role_models_is_a_config_error(tmp_path):
+    (tmp_path / "reagent.toml").write_text('[pipeline.role_models]\nplanner = "qwen2.5-coder-0.5b"\n')
+    env = {**os.environ, "REAGENT_HOME": str(tmp_path), "REAGENT_CONFIG": str(tmp_path / "reagent.toml")}
+    fake = tmp_path / "tiny.gguf"
+    fake.write_bytes(b"GGUF")
+    result = subprocess.run([sys.executable, "-m", "reagent_local", "ask", "Who?", "--model", str(fake)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert_clean_error(result, "unknown role(s) in pipeline.role_models", "decomposer")
