@@ -16,7 +16,7 @@ from ..knowledge import Statement
 from ..prompts import render_messages
 from . import PROMPTS, Caller
 from .compare import both_yes, compare, matching_option, options
-from .evidence import answer_type_problem, grounded_in, is_yes_no_question, normalize
+from .evidence import grounded_in, is_yes_no_question, normalize
 from .schemas import FinalAnswer
 
 AGENT = "assembler"
@@ -109,8 +109,4 @@ class AnswerAssembler:
                     return option
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
-        answer = " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())
-        if is_yes_no_question(question) and answer_type_problem(question, answer):
-            # a yes/no question answered with a span: keep the model's words but flag them
-            return answer
-        return answer
+        return " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())

@@ -17,7 +17,7 @@ from ..knowledge import Statement, make_statement
 from ..prompts import render_messages
 from ..relations import ALL_RELATIONS
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, answer_type_problem, grounded_in, is_unknown
+from .evidence import Evidence, EvidencePassage, answer_type_problem, format_evidence, grounded_in, is_unknown
 from .schemas import ConflictJudgement, SubAnswer
 
 AGENT = "verifier"
@@ -98,8 +98,6 @@ class Verifier:
 
     def answer(self, index: int, question: str, evidence: Evidence) -> Candidate:
         """Ask the model for a span answer with the passages it used."""
-        from .evidence import format_evidence
-
         messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=question)
         value: SubAnswer = self.call(AGENT, messages, SubAnswer, max_tokens=90).value
         answer = " ".join(value.answer.split())
