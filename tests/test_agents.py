@@ -54,6 +54,17 @@ def test_decomposer_accepts_a_repaired_plan():
 def test_deterministic_answer_checks():
     assert grounded_in("February 12, 1809", ["Lincoln was born on 12 February 1809 in Kentucky."])
     assert not grounded_in("Tom Hale", ["Blue Harbour is a film directed by Mara Lind."])
+
+
+def test_numbers_are_grounded_in_their_spelt_out_form_and_back():
+    assert grounded_in("5", ["The band released five studio albums."])
+    assert grounded_in("five", ["The band released 5 studio albums."])
+    assert grounded_in("40 years", ["She reigned for forty years."])
+    assert not grounded_in("6", ["The band released five studio albums."])
+    assert not grounded_in("five", ["The band released 6 studio albums."])
+
+
+def test_answer_type_checks():
     assert answer_type_problem("When was Lincoln born?", "Kentucky")
     assert answer_type_problem("When was Lincoln born?", "1809") is None
     assert answer_type_problem("Are both lakes in Finland?", "Finland")

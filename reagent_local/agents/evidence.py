@@ -23,6 +23,13 @@ _INSTRUCTION = re.compile(
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO_START = re.compile(r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
 _NEEDS_NUMBER = re.compile(r"^(when|what year|in what year|in which year|which year|what date|on what date|how many|how much|how old|how long|what is the population|what was the population)\b", re.I)
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+} | {word: str(10 * tens) for tens, word in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)}
 UNKNOWN = {"unknown", "none", "n/a", "no answer", "not found", "not mentioned", "not given", ""}
 
 
@@ -104,14 +111,28 @@ def is_yes_no_question(question: str) -> bool:
     return bool(_YES_NO_START.match(question.strip()))
 
 
+def digits_for_number_words(normalized: str) -> str:
+    """Small number words as digits ("five films" -> "5 films"), so "5" and "five" match."""
+    return " ".join(_NUMBER_WORDS.get(word, word) for word in normalized.split())
+
+
 def grounded_in(answer: str, texts: Sequence[str]) -> bool:
-    """The answer span appears in one of the texts (all its words, in any order)."""
+    """The answer span appears in one of the texts (all its words, in any order).
+
+    A numeric answer also matches its spelt-out form and the reverse: passages write
+    "five" where a model answers "5".
+    """
     norm = normalize(answer)
     if not norm:
         return False
+    numeric = any(c.isdigit() for c in norm) or any(w in _NUMBER_WORDS for w in norm.split())
+    if numeric:
+        norm = digits_for_number_words(norm)
     words = norm.split()
     for text in texts:
         hay = normalize(text)
+        if numeric:
+            hay = digits_for_number_words(hay)
         if norm in hay:
             return True
         hay_words = set(hay.split())
