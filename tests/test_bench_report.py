@@ -35,8 +35,8 @@ def run_folder(tmp_path: Path) -> Path:
             prompt_tokens=1000),
         rec("rag", "b", "wrong", 0.0, 0.5, support_precision=0.2, support_recall=0.5, seconds=9.0,
             prompt_tokens=1200),
-        rec("reagent-none", "a", "gold a", 1.0, 1.0, llm_calls=10),
-        rec("reagent-none", "b", "wrong", 0.0, 0.0, llm_calls=12),
+        rec("reagent-none", "a", "gold a", 1.0, 1.0, llm_calls=10, code="0.1.0+gaaaaaaa"),
+        rec("reagent-none", "b", "wrong", 0.0, 0.0, llm_calls=12, code="0.1.0+gbbbbbbb"),  # resumed after a commit
         rec("reagent-both", "a", "Gold A", 1.0, 1.0, llm_calls=14),  # same answer up to case
         rec("reagent-both", "b", "gold b", 1.0, 1.0, llm_calls=20, backtracks={"local": 1, "global": 1},
             error=None, uncertain=True),
@@ -68,6 +68,7 @@ def test_markdown_table_and_chart(run_folder: Path) -> None:
     assert "| reagent-none | 2 | .500 | .500 | - | .000 |" in table
     assert "reagent-none -> reagent-both: 1 answer(s) changed" in table
     assert "| b | gold b | wrong | gold b | +1.000 |" in table
+    assert "Code: reagent-none 0.1.0+gaaaaaaa, 0.1.0+gbbbbbbb." in table  # rag's records predate the field
     assert (run_folder / "chart.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import reagent_local
+
 from reagent_local.bench.records import RECORDS_FILE, read_records
 from reagent_local.bench.runner import run_benchmark
 from reagent_local.config import load_config
@@ -133,6 +135,7 @@ def test_run_writes_folder_records_and_report(driver: dict, tmp_path: Path) -> N
     ircot = by_method["ircot"][0]
     assert ircot["llm_calls"] == 2 and ircot["support_recall"] == 1.0 and 0 < ircot["support_precision"] <= 1
     assert ircot["answers"] == [ircot["prediction"]] and ircot["backtracks"] == {"local": 0, "global": 0}
+    assert ircot["code"].startswith(reagent_local.__version__)  # + the git commit in a checkout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["methods"]["ircot"]["em"] == 1.0 and summary["methods"]["closed-book"]["f1"] == 0.0
     assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

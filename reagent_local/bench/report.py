@@ -41,6 +41,8 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "uncertain": sum(1 for r in records if r.get("uncertain")),
         "backtracks_local": sum((r.get("backtracks") or {}).get("local", 0) for r in records),
         "backtracks_global": sum((r.get("backtracks") or {}).get("global", 0) for r in records),
+        # which code produced the records (several when a run was resumed after a commit)
+        "code": sorted({r["code"] for r in records if r.get("code")}),
     }
 
 
@@ -120,6 +122,9 @@ def markdown_table(summary: dict[str, Any]) -> str:
         "Support P/R: the cited passages against the gold supporting paragraphs (RAG and IRCoT cite every passage they read;",
         "closed-book cites none). EM/F1: the official HotpotQA normalisation, best over aliases.",
     ]
+    code = [f"{name} {', '.join(s['code'])}" for name, s in summary["methods"].items() if s.get("code")]
+    if code:
+        lines.append(f"Code: {'; '.join(code)}.")
     for other, changes in summary.get("backtracking_changed_answers", {}).items():
         lines += ["", f"## reagent-none -> {other}: {len(changes)} answer(s) changed", ""]
         if changes:

@@ -18,6 +18,7 @@ from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import BudgetExceededError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
 from ..llm import LLM
+from ..version import code_version
 from .methods import Method, MethodContext, MethodResult, Retriever, error_text
 from .metrics import best_em_f1, support_scores
 from .records import RECORDS_FILE, RecordStore
@@ -73,6 +74,7 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
         "run_id": result.run_id,
         "uncertain": result.uncertain,
         "error": result.error,
+        "code": code_version(),
     }
 
 
