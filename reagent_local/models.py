@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .errors import ModelFetchError, ModelIntegrityError, ModelNotFoundError
+from .paths import file_sha256
 
 _CHUNK = 1 << 20
 
@@ -118,15 +119,6 @@ def resolve_model(name_or_path: str, models_dir: Path) -> tuple[Path, str]:
     return path, model.name
 
 
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verify_file(model: KnownModel, path: Path) -> None:
     """Check size, GGUF magic and sha256; raise ModelIntegrityError naming what differs."""
     if not path.is_file():
@@ -140,7 +132,7 @@ def verify_file(model: KnownModel, path: Path) -> None:
     with open(path, "rb") as handle:
         if handle.read(4) != b"GGUF":
             raise ModelIntegrityError(f"{path} is not a GGUF file", hint=f"delete it and run `reagent models pull {model.name}`")
-    actual = sha256_of(path)
+    actual = file_sha256(path)
     if actual != model.sha256:
         raise ModelIntegrityError(
             f"checksum mismatch for {path}: expected sha256 {model.sha256}, got {actual}",

@@ -8,7 +8,6 @@ grow, so methods can be added to a finished run.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from datetime import datetime, timezone
@@ -17,6 +16,7 @@ from typing import Any, Sequence
 
 from ..config import Config
 from ..errors import BenchRunError
+from ..paths import file_sha256
 
 CONFIG_FILE = "config.json"
 FORMAT_VERSION = 1
@@ -32,15 +32,6 @@ MUST_MATCH = (
     "config.retrieval.top_k",
     "config.retrieval.passage_chars",
 )
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def config_dict(config: Config) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import BudgetExceededError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
 from ..llm import LLM
+from ..paths import file_sha256
 from ..version import code_version
 from .methods import Method, MethodContext, MethodResult, Retriever, error_text
 from .metrics import best_em_f1, support_scores
@@ -81,13 +82,13 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
 def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
     """The configured GGUF model (loaded lazily on its first call) and its identity."""
     from ..api import load_llm
-    from ..models import find_known, sha256_of
+    from ..models import find_known
 
     llm = load_llm(config.llm.model, config)
     try:
         sha = find_known(llm.model_id).sha256  # verified when it was pulled
     except ModelNotFoundError:
-        sha = sha256_of(llm.path)  # a user's own GGUF: hash it once per run start
+        sha = file_sha256(llm.path)  # a user's own GGUF: hash it once per run start
     return llm, {"id": llm.model_id, "path": str(llm.path), "sha256": sha}
 
 

@@ -8,7 +8,6 @@ build again reuses the finished shards. Bad input removes the temporary folder.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -22,6 +21,7 @@ import numpy as np
 
 from ..config import Config
 from ..errors import IndexBuildError, ReagentError
+from ..paths import file_sha256
 from .dense import build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, make_embedder
 from .layout import MANIFEST, build_lock, building_dir, index_dir, validate_name
@@ -36,15 +36,6 @@ from .store import PassageStore, PassageWriter
 SHARD_SIZE = 4096
 STATE = "build-state.json"
 _VERSIONED = ("faiss-cpu", "bm25s", "PyStemmer", "sentence-transformers", "torch", "duckdb", "mwparserfromhell", "numpy")
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def library_versions() -> dict[str, str]:

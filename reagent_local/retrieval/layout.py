@@ -8,7 +8,6 @@ opened as an index.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -18,6 +17,7 @@ from typing import Iterator
 
 from ..config import Config
 from ..errors import IndexBuildError, IndexNotFoundError
+from ..paths import file_sha256
 
 MANIFEST = "manifest.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -159,9 +159,5 @@ def _slug(text: str) -> str:
 
 def benchmark_index_name(path: Path) -> str:
     """A stable name for the open-corpus index of a benchmark file: ``bench-<stem>-<sha256[:8]>``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
     stem = Path(path).name.split(".")[0]
-    return f"bench-{_slug(stem)}-{digest.hexdigest()[:8]}"
+    return f"bench-{_slug(stem)}-{file_sha256(path)[:8]}"
