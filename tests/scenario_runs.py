@@ -68,10 +68,10 @@ def olympics_llm(step4_answers: tuple[str, ...] = (WRONG_CAPITAL,), wrong_state:
     return llm
 
 
-def scenario_config(backtracking: str = "both") -> Config:
-    """Three passages per search; both kinds of backtracking unless told."""
+def scenario_config(backtracking: str = "both", **pipeline) -> Config:
+    """Three passages per search; both kinds of backtracking unless told; other pipeline settings as given."""
     base = Config()
-    return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking),
+    return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking, **pipeline),
                    retrieval=replace(base.retrieval, top_k=3))
 
 

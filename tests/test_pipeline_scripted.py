@@ -1,22 +1,15 @@
 """The real pipeline driven by a scripted LLM over an in-memory index (milliseconds)."""
 
-from dataclasses import replace
 
 import pytest
 
-from reagent_local.config import Config, PipelineConfig
 from reagent_local.errors import QuestionError
 from reagent_local.log import EventLog
 from reagent_local.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, InMemoryKG, ScriptedLLM
 
-OLYMPICS_Q = "What is the population of the capital of the state where the 1984 Summer Olympics were held?"
-
-
-def make_config(backtracking: str = "both", **pipeline) -> Config:
-    base = Config()
-    return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking, **pipeline),
-                   retrieval=replace(base.retrieval, top_k=3))
+from scenario_runs import QUESTION as OLYMPICS_Q
+from scenario_runs import olympics_index, olympics_llm, scenario_config
 
 
 @pytest.fixture
@@ -41,7 +34,7 @@ def index():
 
 
 def pipeline(llm, index, log, kg=None, **kw) -> Pipeline:
-    return Pipeline(make_config(**kw), llm=llm, retriever=index, log=log, kg=kg)
+    return Pipeline(scenario_config(**kw), llm=llm, retriever=index, log=log, kg=kg)
 
 
 def event_types(log, run_id):
@@ -92,32 +85,9 @@ def test_local_backtrack_reformulates_and_retrieves_again(index, log):
     assert any(e.type == "message" and e.payload["kind"] == "reject" for e in events)
 
 
-def olympics_llm(capital_answers: list[str]) -> ScriptedLLM:
-    """Step 4 (a second thread) claims the capital; its answers come from ``capital_answers``."""
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": [
-        "In which state were the 1984 Summer Olympics held?",
-        "What is the capital of #1?",
-        "What is the population of #2?",
-        "Which city is the seat of the government of #1?",
-    ]}, schema="Decomposition")
-    llm.add_rule({"answer": "California", "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
-                 schema="SubAnswer", contains="In which state")
-    llm.add_rule({"answer": "Sacramento", "passages": [1], "subject": "California", "relation": "capital"},
-                 schema="SubAnswer", contains="What is the capital of California?")
-    llm.add_rule({"answer": "508,000", "passages": [1], "subject": "Sacramento", "relation": "population"},
-                 schema="SubAnswer", contains="population of Sacramento")
-    for city in capital_answers:
-        llm.add_rule({"answer": city, "passages": [1], "subject": "California", "relation": "capital"},
-                     schema="SubAnswer", contains="seat of the government of California", times=1)
-    llm.add_rule({"query": "California state capital seat of government"}, schema="Reformulation")
-    llm.add_rule({"answer": "508,000"}, schema="FinalAnswer")
-    return llm
-
-
-def test_global_conflict_rolls_back_to_before_the_second_claim(index, log):
-    llm = olympics_llm(["Los Angeles", "Sacramento"])
-    answer = pipeline(llm, index, log).ask(OLYMPICS_Q)
+def test_global_conflict_rolls_back_to_before_the_second_claim(log):
+    llm = olympics_llm(("Los Angeles",), wrong_state=False)
+    answer = pipeline(llm, olympics_index(), log).ask(OLYMPICS_Q)
     assert answer.answer == "508,000"
     assert answer.backtracks["global"] == 1
     events = log.events(answer.run_id)
@@ -139,9 +109,9 @@ def pipeline_state(log, run_id):
     return replay(log, run_id).global_state()
 
 
-def test_controller_challenges_after_repeated_conflicts(index, log):
-    llm = olympics_llm(["Los Angeles", "Los Angeles", "Sacramento"])
-    answer = pipeline(llm, index, log, backtracking="global").ask(OLYMPICS_Q)
+def test_controller_challenges_after_repeated_conflicts(log):
+    llm = olympics_llm(("Los Angeles", "Los Angeles"), wrong_state=False)
+    answer = pipeline(llm, olympics_index(), log, backtracking="global").ask(OLYMPICS_Q)
     assert answer.challenges == 1
     assert answer.backtracks["global"] == 2
     challenge = next(e for e in log.events(answer.run_id) if e.type == "message" and e.payload["kind"] == "challenge")
@@ -150,9 +120,9 @@ def test_controller_challenges_after_repeated_conflicts(index, log):
     assert answer.answer == "508,000"
 
 
-def test_budget_exhausted_returns_best_answer_marked_uncertain(index, log):
-    llm = olympics_llm(["Sacramento"])
-    answer = pipeline(llm, index, log, max_llm_calls=3).ask(OLYMPICS_Q)
+def test_budget_exhausted_returns_best_answer_marked_uncertain(log):
+    llm = olympics_llm((), wrong_state=False)
+    answer = pipeline(llm, olympics_index(), log, max_llm_calls=3).ask(OLYMPICS_Q)
     assert answer.uncertain and "budget" in answer.uncertain_reason
     assert answer.llm_calls == 3
     assert answer.answer == "Sacramento"  # the latest verified step's answer
