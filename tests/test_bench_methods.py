@@ -68,33 +68,61 @@ def test_model_output_error_becomes_an_error_result() -> None:
     assert result.llm_calls == 1 and len(result.cited) == 2
 
 
-def test_ircot_retrieves_with_its_thought_until_it_answers() -> None:
+def test_ircot_retrieves_with_its_thought_until_it_answers_then_reads_everything() -> None:
     llm = ScriptedLLM(rules=[
         Rule({"thought": "Rush was formed in Toronto.", "answer": "Rush"}, schema="ReasoningStep", contains="1. "),
         Rule({"thought": "Which band was formed in Toronto in 1968?", "answer": ""}, schema="ReasoningStep"),
+        Rule({"answer": "Rush"}, schema="SpanAnswer", contains="formed in Toronto in 1968"),
     ])
     ctx = make_ctx(llm, top_k=2)
     result = build_method("ircot", ctx).answer(QUESTION)
-    assert result.prediction == "Rush" and result.llm_calls == 2
+    assert result.prediction == "Rush" and result.llm_calls == 3
+    assert [r.schema for r in llm.requests] == ["ReasoningStep", "ReasoningStep", "SpanAnswer"]
     assert ctx.retriever.queries == [QUESTION, "Which band was formed in Toronto in 1968?"]
     titles = [p.title for p in result.cited]
     assert titles[:2] == ["Neil Peart", "Moving Pictures"] and "Rush (band)" in titles[2:]
-    first, second = (r.messages[-1]["content"] for r in llm.requests)
+    first, second, read = (r.messages[-1]["content"] for r in llm.requests)
     # new passages are appended after the old ones: the second prompt extends the first's passage block
     block = first.split("\n\nSteps so far:")[0]
     assert second.startswith(block)
     assert "1. Which band was formed in Toronto in 1968?" in second
+    # the reader sees every collected passage and not the chain of thought
+    assert all(f"[{n}] {title}:" in read for n, title in enumerate(titles, 1))
+    assert "Steps so far" not in read and "Toronto in 1968?" not in read
 
 
-def test_ircot_last_turn_must_answer() -> None:
+def test_ircot_stops_at_the_round_limit_and_still_reads() -> None:
     llm = ScriptedLLM(rules=[
-        Rule({"thought": "Need more.", "answer": ""}, schema="ReasoningStep"),
-        Rule({"thought": "Best guess.", "answer": "Rush"}, schema="FinalStep"),
+        Rule({"thought": "Need more about Toto.", "answer": ""}, schema="ReasoningStep"),
+        Rule({"answer": "Rush"}, schema="SpanAnswer"),
     ])
-    result = build_method("ircot", make_ctx(llm, rounds=2)).answer(QUESTION)
+    ctx = make_ctx(llm, rounds=2)
+    result = build_method("ircot", ctx).answer(QUESTION)
     assert result.prediction == "Rush"
-    assert [r.schema for r in llm.requests] == ["ReasoningStep", "FinalStep"]
-    assert "last step" in llm.requests[-1].messages[-1]["content"]
+    assert [r.schema for r in llm.requests] == ["ReasoningStep", "ReasoningStep", "SpanAnswer"]
+    assert len(ctx.retriever.queries) == 3  # the question, then one search per unanswered step
+
+
+def test_ircot_caps_the_passages_it_collects(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reagent_local.bench import ircot
+
+    monkeypatch.setattr(ircot, "MAX_PASSAGES", 3)
+    llm = ScriptedLLM(rules=[
+        Rule({"thought": "Toto was formed in Los Angeles.", "answer": ""}, schema="ReasoningStep"),
+        Rule({"answer": "Rush"}, schema="SpanAnswer"),
+    ])
+    result = build_method("ircot", make_ctx(llm, top_k=2, rounds=5)).answer(QUESTION)
+    assert len(result.cited) == 3
+    assert [r.schema for r in llm.requests] == ["ReasoningStep", "ReasoningStep", "SpanAnswer"]
+
+
+def test_a_broken_reasoning_step_still_gets_an_answer_from_the_reader() -> None:
+    llm = ScriptedLLM(rules=[
+        Rule({"thought": "x" * 300, "answer": ""}, schema="ReasoningStep"),  # over max_length: invalid
+        Rule({"answer": "Rush"}, schema="SpanAnswer"),
+    ])
+    result = build_method("ircot", make_ctx(llm)).answer(QUESTION)
+    assert result.prediction == "Rush" and result.error is None and result.llm_calls == 2
 
 
 @dataclass

@@ -65,7 +65,7 @@ def respond(messages, schema):
     if name == "ReasoningStep":
         return {"thought": f"Land{i} capital city" if not known else f"The capital of Land{i} is City{i}.",
                 "answer": f"City{i}" if known else ""}
-    return {"thought": "Best guess.", "answer": f"City{i}" if known else "Paris"}
+    raise AssertionError(f"unexpected schema {name}")
 
 
 def build(data_file):
@@ -133,7 +133,8 @@ def test_run_writes_folder_records_and_report(driver: dict, tmp_path: Path) -> N
                for r in by_method["closed-book"])
     assert all(r["em"] == 1.0 for r in by_method["ircot"])
     ircot = by_method["ircot"][0]
-    assert ircot["llm_calls"] == 2 and ircot["support_recall"] == 1.0 and 0 < ircot["support_precision"] <= 1
+    # two reasoning steps (the first one searches again), then the reader
+    assert ircot["llm_calls"] == 3 and ircot["support_recall"] == 1.0 and 0 < ircot["support_precision"] <= 1
     assert ircot["answers"] == [ircot["prediction"]] and ircot["backtracks"] == {"local": 0, "global": 0}
     assert ircot["code"].startswith(reagent_local.__version__)  # + the git commit in a checkout
     summary = json.loads((out / "summary.json").read_text())
@@ -202,9 +203,8 @@ def test_model_errors_are_recorded_and_the_run_goes_on(driver: dict, tmp_path: P
     outcome = run_benchmark("hotpotqa", driver["data"], config=config, n=3, seed=1, methods=["rag", "ircot"],
                             out=tmp_path / "run", llm=llm, retriever=retriever)
     records = read_records(tmp_path / "run" / RECORDS_FILE)
-    rag = [r for r in records if r["method"] == "rag"]
-    assert len(records) == 6 and all(r["prediction"] == "" and "LLMOutputError" in r["error"] for r in rag)
-    assert all(r["error"] is None for r in records if r["method"] == "ircot")
+    assert len(records) == 6  # both methods end in the broken reader; every question still gets its record
+    assert all(r["prediction"] == "" and "LLMOutputError" in r["error"] for r in records)
     assert outcome.summary["methods"]["rag"]["errors"] == 3
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from pydantic import BaseModel, Field
 
 from ..errors import LLMOutputError
 from ..prompts import render_messages
+from ..retrieval.passages import Passage
 from .methods import CallTally, MethodContext, MethodResult, error_text, format_passages, retrieve
 
 PROMPTS = "reagent_local.bench"
@@ -52,14 +55,17 @@ class SingleStepRAG:
 
     def answer(self, question: str) -> MethodResult:
         """One retrieval, one call."""
-        tally = CallTally()
-        passages = retrieve(self.ctx, question)
-        text = format_passages(passages, self.ctx.config.retrieval.passage_chars)
-        messages = render_messages(PROMPTS, "rag", question=question, passages=text)
-        try:
-            result = self.ctx.llm.generate_json(messages, SpanAnswer, max_tokens=ANSWER_TOKENS)
-        except LLMOutputError as exc:
-            tally.calls += 1
-            return tally.result("", passages, error=error_text(exc))
-        tally.add(result.call)
-        return tally.result(result.value.answer.strip(), passages)
+        return read_passages(self.ctx, question, retrieve(self.ctx, question), CallTally())
+
+
+def read_passages(ctx: MethodContext, question: str, passages: Sequence[Passage], tally: CallTally) -> MethodResult:
+    """Answer from the given passages in one call (the RAG reader, also IRCoT's)."""
+    text = format_passages(passages, ctx.config.retrieval.passage_chars)
+    messages = render_messages(PROMPTS, "rag", question=question, passages=text)
+    try:
+        result = ctx.llm.generate_json(messages, SpanAnswer, max_tokens=ANSWER_TOKENS)
+    except LLMOutputError as exc:
+        tally.calls += 1
+        return tally.result("", passages, error=error_text(exc))
+    tally.add(result.call)
+    return tally.result(result.value.answer.strip(), passages)
