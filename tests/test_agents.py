@@ -136,6 +136,42 @@ def test_comparisons_are_decided_in_code_when_clear():
     assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["Finland", "yes"]) is None
 
 
+def test_dates_are_read_in_the_usual_formats():
+    from reagent_local.agents.compare import date_key
+
+    assert date_key("12 March 1950") == date_key("March 12, 1950") == date_key("1950-03-12") == (1950, 3, 12)
+    assert date_key("March 1950") == (1950, 3, 0) and date_key("1950") == (1950, 0, 0)
+    assert date_key("unknown") is None
+
+
+def test_comparisons_through_a_bridge_follow_each_option_to_its_chain_end():
+    from reagent_local.agents.compare import compare
+
+    question = "Which film has the director who died first, Blue Harbour or Red Sky?"
+    steps = ["Who directed Blue Harbour?", "Who directed Red Sky?", "When did Mara Lind die?", "When did Tom Hale die?"]
+    deps = [(), (), (0,), (1,)]
+    # same year: the month decides
+    assert compare(question, steps, ["Mara Lind", "Tom Hale", "9 May 1970", "March 2, 1970"], deps) == "Red Sky"
+    assert compare(question.replace("first", "later"), steps, ["Mara Lind", "Tom Hale", "1981", "1970"], deps) == "Blue Harbour"
+    # the plan lists the chains in another order: matching follows the links, not the positions
+    order = [steps[0], steps[2], steps[1], steps[3]]
+    assert compare(question, order, ["Mara Lind", "1981", "Tom Hale", "1970"], [(), (0,), (), (2,)]) == "Red Sky"
+    # not clear: same year without months, or a branching plan
+    assert compare(question, steps, ["Mara Lind", "Tom Hale", "1970", "June 1970"], deps) is None
+    assert compare(question, steps, ["Mara Lind", "Tom Hale", "1981", "1970"], [(), (), (0,), (0,)]) is None
+
+
+def test_assembler_decides_a_bridge_comparison_without_the_model():
+    llm = ScriptedLLM()
+    assembler = AnswerAssembler(caller(llm), ConflictChecker())
+    result = assembler.assemble("Which film whose director was born first, Blue Harbour or Red Sky?", [
+        StepResult(0, "Who directed Blue Harbour?", "Mara Lind", None, (), ()),
+        StepResult(1, "Who directed Red Sky?", "Tom Hale", None, (), ()),
+        StepResult(2, "When was Mara Lind born?", "1961", None, (), (0,)),
+        StepResult(3, "When was Tom Hale born?", "12 May 1948", None, (), (1,))])
+    assert result == "Red Sky" and llm.requests == []
+
+
 def test_assembler_uses_the_comparison_rule_before_the_model():
     llm = ScriptedLLM()
     assembler = AnswerAssembler(caller(llm), ConflictChecker())

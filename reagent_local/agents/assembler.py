@@ -58,6 +58,12 @@ def is_chain(steps: Sequence[StepResult]) -> bool:
     return needed == {s.index for s in steps}
 
 
+def _local_deps(step: StepResult, steps: Sequence[StepResult]) -> tuple[int, ...]:
+    """A step's dependencies as positions in ``steps`` (steps may be a subset of the plan)."""
+    position = {s.index: i for i, s in enumerate(steps)}
+    return tuple(position[k] for k in step.depends_on if k in position)
+
+
 class AnswerAssembler:
     """Final answer from verified partial answers; escalates what does not fit together."""
 
@@ -99,7 +105,8 @@ class AnswerAssembler:
                 return steps[-1].answer
             # an "A or B?" question whose chain ended on neither option: decide below
         decided = both_yes(question, [s.answer for s in steps]) if yes_no else \
-            compare(question, [s.question for s in steps], [s.answer for s in steps])
+            compare(question, [s.question for s in steps], [s.answer for s in steps],
+                    [_local_deps(s, steps) for s in steps])
         if decided is not None:
             return decided
         if opts is not None:
