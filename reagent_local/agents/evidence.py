@@ -22,6 +22,11 @@ _INSTRUCTION = re.compile(
 )
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO_START = re.compile(r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
+_NEEDS_PLACE_OR_NAME = re.compile(r"^(where|who|whom|whose|in which (city|country|town|state|place))\b", re.I)
+_DATE_WORDS = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\b\d+(st|nd|rd|th|s)?\b|\b(ad|bc|bce|ce|c|circa)\b",
+    re.I)
 _NEEDS_NUMBER = re.compile(r"^(when|what year|in what year|in which year|which year|what date|on what date|how many|how much|how old|how long|what is the population|what was the population)\b", re.I)
 _NUMBER_WORDS = {
     word: str(value)
@@ -154,4 +159,14 @@ def answer_type_problem(question: str, answer: str) -> str | None:
         r"\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|billion|century)\b", answer, re.I
     ):
         return f"the question asks for a date or number but the answer {answer!r} has none"
+    if _NEEDS_PLACE_OR_NAME.match(question.strip()) and is_date_or_number(answer):
+        return f"the question asks for a place or a name but the answer {answer!r} is a date or number"
     return None
+
+
+def is_date_or_number(answer: str) -> bool:
+    """Only digits, month names and era words ("1 October 1895", "1890s", "c. 300 BC")."""
+    if not any(ch.isdigit() for ch in answer):
+        return False
+    rest = _DATE_WORDS.sub(" ", answer)
+    return not re.search(r"[^\W\d_]", rest)
