@@ -170,6 +170,14 @@ class QuestionRun:
         """Retrieve, answer, verify; on failure backtrack locally up to the depth limit."""
         cfg = self.p.config.pipeline
         step.question = step.sub.resolve(self._answers())
+        unanswered = [k + 1 for k in step.sub.depends_on if is_unknown(self.steps[k].answer)]
+        if unanswered:
+            # "Where was unknown born?" cannot be answered: spend no calls on it
+            step.answer, step.statement, step.evidence, step.cited = "unknown", None, None, ()
+            step.done, step.uncertain = True, True
+            self.ws.note(CONTROLLER, "skipped", {"step": step.sub.index,
+                                                 "reason": f"depends on unanswered step(s) {unanswered}"})
+            return
         checkpoint = self.ws.checkpoint(f"before step {step.sub.index + 1}")
         query = step.question
         tried: list[tuple[float, Candidate, Evidence, Check]] = []

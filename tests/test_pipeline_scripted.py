@@ -225,3 +225,18 @@ def test_the_same_rejected_answer_twice_stops_the_retries(index, log):
     assert answer.uncertain and answer.backtracks["local"] == 2
     override = next(e for e in log.events(answer.run_id) if e.type == "override")
     assert override.payload["decision"] == "keep best candidate"
+
+
+def test_a_step_that_needs_an_unanswered_step_is_skipped_without_calls(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Grey Meadow?", "Where was #1 born?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "unknown", "passages": [], "subject": "Grey Meadow", "relation": "director"},
+                 schema="SubAnswer")
+    llm.add_rule({"query": "Grey Meadow film director"}, schema="Reformulation")
+    answer = pipeline(llm, index, log).ask("Where was the director of the film Grey Meadow born?")
+    assert answer.answer == "unknown" and answer.uncertain
+    # every SubAnswer request was for step 1; step 2 never reached the model
+    assert all("Grey Meadow" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
+    assert answer.backtracks["global"] == 0  # an unanswered bridge is not a contradiction to roll back
+    skipped = [e for e in log.events(answer.run_id) if e.type == "skipped"]
+    assert len(skipped) == 1 and "[1]" in skipped[0].payload["reason"]

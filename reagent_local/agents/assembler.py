@@ -16,7 +16,7 @@ from ..knowledge import Statement
 from ..prompts import render_messages
 from . import PROMPTS, Caller
 from .compare import both_yes, compare, matching_option, options
-from .evidence import grounded_in, is_yes_no_question, normalize
+from .evidence import grounded_in, is_unknown, is_yes_no_question, normalize
 from .schemas import FinalAnswer
 
 AGENT = "assembler"
@@ -86,6 +86,8 @@ class AnswerAssembler:
                     continue
                 if normalize(earlier.answer) in {"yes", "no"} or not step.evidence_texts:
                     continue
+                if is_unknown(earlier.answer) or is_unknown(step.answer):
+                    continue  # nothing to reconcile: an unanswered step is not a contradiction
                 if not grounded_in(earlier.answer, step.evidence_texts):
                     reason = (f"step {step.index + 1} asks about {earlier.answer!r} (answer {k + 1}) "
                               f"but none of its passages mention it")

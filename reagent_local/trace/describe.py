@@ -93,6 +93,8 @@ def describe(item: Item, entries: Mapping[int, Entry], checkpoints: Mapping[int,
     if kind == "override":
         answer = f" {quoted(p['answer'])}" if p.get("answer") else ""
         return f"override, step {int(p.get('step', 0)) + 1}: {clean(p.get('decision', ''))}{answer}"
+    if kind == "skipped":
+        return f"skips step {int(p.get('step', 0)) + 1}: {clean(p.get('reason', ''))}"
     if kind == "budget_exhausted":
         return f"budget exhausted ({clean(p.get('what', ''))}); best answer {quoted(p.get('answer', ''))}"
     if kind in ("invalid_output", "llm_error", "decomposition_failed"):
