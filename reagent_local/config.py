@@ -94,6 +94,7 @@ class PipelineConfig:
     max_llm_calls: int = 40
     max_seconds: float = 600.0
     max_question_chars: int = 2000
+    answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .agents.assembler import AGENT as ASSEMBLER, AnswerAssembler, Escalation, StepResult
 from .agents.controller import AGENT as CONTROLLER, Budget, BudgetExhausted, Controller
 from .agents.decomposer import AGENT as DECOMPOSER, QuestionDecomposer, SubQuestion
-from .agents.evidence import Evidence, EvidencePassage, is_unknown, normalize
+from .agents.evidence import Evidence, EvidencePassage, answer_type_problem, is_unknown, normalize
 from .agents.retriever import AGENT as RETRIEVER, RetrieverAgent
 from .agents.supervisor import AGENT as SUPERVISOR, Supervisor
 from .agents.verifier import AGENT as VERIFIER, Candidate, Check, LLMJudge, Verifier, confidence_of
@@ -79,6 +79,7 @@ class QuestionRun:
         self.supervisor = Supervisor(self.checker, self.controller)
         self.steps: list[Step] = []
         self.prefetched: dict[int, Future] = {}
+        self.fallback_cited: tuple[EvidencePassage, ...] = ()
 
     # -- accounting -------------------------------------------------------------
     def call(self, agent: str, messages: Sequence[Message], schema: type, *, max_tokens: int) -> JsonResult:
@@ -114,6 +115,10 @@ class QuestionRun:
             if self.p.global_backtracking:
                 self._resolve_globally()
             final = self._assemble()
+            if is_unknown(final) and self.p.config.pipeline.answer_fallback:
+                final = self._fallback_answer()
+                if not is_unknown(final):
+                    uncertain_reason = "no answer through the plan; answered from the passages of the whole question"
         except BudgetExhausted as exc:
             status, uncertain_reason = "budget", f"budget exhausted: {exc.what}"
             final = self._best_answer()
@@ -381,6 +386,40 @@ class QuestionRun:
                 self.controller.reward(step.statement.agent)
         return final
 
+    def _fallback_answer(self) -> str:
+        """The plan gave no answer: the verifier answers the whole question from its passages and the steps'."""
+        self.budget.check()
+        evidence = self.retriever.retrieve(self.question)
+        seen = {p.id for p in evidence.passages}
+        extra: list[EvidencePassage] = []
+        for step in self.steps:
+            for passage in (step.evidence.passages[:2] if step.evidence else ()):
+                if passage.id not in seen:
+                    seen.add(passage.id)
+                    extra.append(passage)
+        evidence = Evidence(evidence.query, evidence.passages + tuple(extra[: self.p.config.retrieval.top_k]),
+                            evidence.facts)
+        self._send("inform", RETRIEVER, [VERIFIER], {
+            "step": "whole question", "query": self.question,
+            "passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
+                          "suspicious": p.suspicious} for p in evidence.passages],
+            "facts": [f.text for f in evidence.facts]})
+        try:
+            candidate = self.verifier.answer(len(self.steps), self.question, evidence)
+        except LLMOutputError as exc:
+            self.ws.note(VERIFIER, "invalid_output", {"error": str(exc).splitlines()[0]})
+            return "unknown"
+        problem = answer_type_problem(self.question, candidate.answer)
+        if is_unknown(candidate.answer) or problem:
+            self.ws.note(CONTROLLER, "fallback_answer", {"answer": "unknown", "rejected": candidate.answer,
+                                                         "reason": problem or "no answer in the passages"})
+            return "unknown"
+        self.fallback_cited = tuple(p for p in candidate.cited if not p.suspicious) or evidence.passages[:1]
+        self.ws.note(CONTROLLER, "fallback_answer", {"answer": candidate.answer,
+                                                     "passages": [p.id for p in self.fallback_cited]})
+        self._send("inform", ASSEMBLER, [SUPERVISOR, CONTROLLER], {"answer": candidate.answer, "fallback": True})
+        return candidate.answer
+
     def _best_answer(self) -> str:
         """Best-supported answer so far: the latest answered step's answer."""
         answered = [s for s in self.steps if s.done and s.answer and not is_unknown(s.answer)]
@@ -393,6 +432,8 @@ class QuestionRun:
             cited.extend(r for r in refs if r.id not in {c.id for c in cited})
             subs.append(SubQuestionResult(step.question or step.sub.text, step.answer or "unknown", refs,
                                           step.uncertain, tuple(f.text for f in step.evidence.facts) if step.evidence else ()))
+        fallback_refs = (PassageRef(p.id, p.title, p.text) for p in self.fallback_cited)
+        cited.extend(r for r in fallback_refs if r.id not in {c.id for c in cited})
         return Answer(
             question=self.question, answer=final, run_id=self.run_id, subquestions=tuple(subs),
             passages=tuple(cited), backtracks=dict(self.backtracks), llm_calls=self.budget.llm_calls,

@@ -240,3 +240,33 @@ def test_a_step_that_needs_an_unanswered_step_is_skipped_without_calls(index, lo
     assert answer.backtracks["global"] == 0  # an unanswered bridge is not a contradiction to roll back
     skipped = [e for e in log.events(answer.run_id) if e.type == "skipped"]
     assert len(skipped) == 1 and "[1]" in skipped[0].payload["reason"]
+
+
+def fallback_llm() -> ScriptedLLM:
+    """Step 1 finds nothing; asked the whole question, the model answers from its passages."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour 2?", "Who is the mother of #1?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Ilse Lind", "passages": [2], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", contains="Question: Who is the mother of the director")
+    llm.add_rule({"answer": "unknown", "passages": [], "subject": "Blue Harbour 2", "relation": "director"},
+                 schema="SubAnswer")
+    llm.add_rule({"query": "Blue Harbour 2 director"}, schema="Reformulation")
+    return llm
+
+
+def test_no_answer_through_the_plan_falls_back_to_the_whole_question(index, log):
+    question = "Who is the mother of the director of the film Blue Harbour?"
+    answer = pipeline(fallback_llm(), index, log).ask(question)
+    assert answer.answer == "Ilse Lind"
+    assert answer.uncertain and "whole question" in answer.uncertain_reason
+    assert any(p.title == "Mara Lind" for p in answer.passages)  # the passage the fallback answer came from
+    fallback = [e for e in log.events(answer.run_id) if e.type == "fallback_answer"]
+    assert len(fallback) == 1 and fallback[0].payload["answer"] == "Ilse Lind"
+
+
+def test_the_fallback_can_be_switched_off(index, log):
+    question = "Who is the mother of the director of the film Blue Harbour?"
+    answer = pipeline(fallback_llm(), index, log, answer_fallback=False).ask(question)
+    assert answer.answer == "unknown" and answer.uncertain
+    assert not [e for e in log.events(answer.run_id) if e.type == "fallback_answer"]

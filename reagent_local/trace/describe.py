@@ -93,6 +93,10 @@ def describe(item: Item, entries: Mapping[int, Entry], checkpoints: Mapping[int,
     if kind == "override":
         answer = f" {quoted(p['answer'])}" if p.get("answer") else ""
         return f"override, step {int(p.get('step', 0)) + 1}: {clean(p.get('decision', ''))}{answer}"
+    if kind == "fallback_answer":
+        if p.get("rejected"):
+            return f"no answer through the plan; the whole question's answer {quoted(p['rejected'])} was rejected: {clean(p.get('reason', ''))}"
+        return f"no answer through the plan; answered the whole question: {quoted(p.get('answer', ''))}"
     if kind == "skipped":
         return f"skips step {int(p.get('step', 0)) + 1}: {clean(p.get('reason', ''))}"
     if kind == "budget_exhausted":
