@@ -59,6 +59,9 @@ def test_summary_averages_and_changes(run_folder: Path) -> None:
     (change,) = summary["backtracking_changed_answers"]["reagent-both"]
     assert change == {"id": "b", "gold": "gold b", "reagent-none": "wrong", "reagent-both": "gold b", "f1_change": 1.0}
     assert json.loads((run_folder / "summary.json").read_text()) == summary
+    # reagent-both got b right where rag did not; both got a right
+    assert summary["head_to_head"]["reagent-both vs rag"] == {"questions": 2, "wins": ["b"], "losses": []}
+    assert summary["head_to_head"]["reagent-none vs rag"] == {"questions": 2, "wins": [], "losses": []}
 
 
 def test_markdown_table_and_chart(run_folder: Path) -> None:
@@ -68,6 +71,7 @@ def test_markdown_table_and_chart(run_folder: Path) -> None:
     assert "| reagent-none | 2 | .500 | .500 | - | .000 |" in table
     assert "reagent-none -> reagent-both: 1 answer(s) changed" in table
     assert "| b | gold b | wrong | gold b | +1.000 |" in table
+    assert "- reagent-both vs rag: 1 won, 0 lost of 2; won b" in table
     assert "Code: reagent-none 0.1.0+gaaaaaaa, 0.1.0+gbbbbbbb." in table  # rag's records predate the field
     assert (run_folder / "chart.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -65,6 +65,24 @@ def changed_answers(records: Sequence[dict[str, Any]], base: str, other: str) ->
     return out
 
 
+BASELINES = ("rag", "ircot")
+
+
+def head_to_head(records: Sequence[dict[str, Any]], method: str, other: str) -> dict[str, Any]:
+    """Per-question EM of ``method`` against ``other`` on the questions both answered."""
+    theirs = {r["id"]: r for r in records if r["method"] == other}
+    wins, losses, both = [], [], 0
+    for record in records:
+        if record["method"] != method or record["id"] not in theirs:
+            continue
+        both += 1
+        if record["em"] > theirs[record["id"]]["em"]:
+            wins.append(record["id"])
+        elif record["em"] < theirs[record["id"]]["em"]:
+            losses.append(record["id"])
+    return {"questions": both, "wins": wins, "losses": losses}
+
+
 def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The whole summary.json: run settings, per-method averages, backtracking changes."""
     methods = list(dict.fromkeys([*run_config.get("methods", []), *(r["method"] for r in records)]))
@@ -74,6 +92,9 @@ def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
         for other in ("reagent-local", "reagent-global", "reagent-both"):
             if any(r["method"] == other for r in records):
                 changes[other] = changed_answers(records, "reagent-none", other)
+    present = {r["method"] for r in records}
+    duels = {f"{m} vs {b}": head_to_head(records, m, b)
+             for m in methods if m.startswith("reagent-") and m in present for b in BASELINES if b in present}
     return {
         "dataset": run_config.get("dataset"),
         "file": run_config.get("file"),
@@ -84,6 +105,7 @@ def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
         "seconds_total": sum(r["seconds"] for r in records),
         "methods": per_method,
         "backtracking_changed_answers": changes,
+        "head_to_head": duels,
     }
 
 
@@ -125,6 +147,13 @@ def markdown_table(summary: dict[str, Any]) -> str:
     code = [f"{name} {', '.join(s['code'])}" for name, s in summary["methods"].items() if s.get("code")]
     if code:
         lines.append(f"Code: {'; '.join(code)}.")
+    duels = summary.get("head_to_head", {})
+    if duels:
+        lines += ["", "## Head to head (exact match, same questions)", ""]
+        for name, duel in duels.items():
+            lines.append(f"- {name}: {len(duel['wins'])} won, {len(duel['losses'])} lost of {duel['questions']}"
+                         + (f"; won {', '.join(duel['wins'])}" if duel["wins"] else "")
+                         + (f"; lost {', '.join(duel['losses'])}" if duel["losses"] else ""))
     for other, changes in summary.get("backtracking_changed_answers", {}).items():
         lines += ["", f"## reagent-none -> {other}: {len(changes)} answer(s) changed", ""]
         if changes:
