@@ -177,6 +177,30 @@ def test_assembler_decides_a_bridge_comparison_without_the_model():
     assert result == "Red Sky" and llm.requests == []
 
 
+def test_same_questions_compare_the_two_final_answers():
+    from reagent_local.agents.compare import same_answer
+
+    question = "Are Lake Ora and Lake Vesi located in the same country?"
+    assert same_answer(question, ["Finland", "Sweden"]) == "no"
+    assert same_answer(question, ["Finland", "Finland"]) == "yes"
+    assert same_answer(question, ["Oslo", "Oslo, Norway"]) == "yes"
+    assert same_answer(question, ["Finland", "unknown"]) is None
+    assert same_answer("Are Lake Ora and Lake Vesi both in Finland?", ["Finland", "Finland"]) is None  # no "same"
+    # through a bridge: the ends of the two chains are compared
+    chains = ["Mara Lind", "Tom Hale", "Danish", "Danish"]
+    assert same_answer("Are the directors of Blue Harbour and Red Sky of the same nationality?", chains,
+                       [(), (), (0,), (1,)]) == "yes"
+
+
+def test_assembler_answers_a_same_question_without_the_model():
+    llm = ScriptedLLM()
+    assembler = AnswerAssembler(caller(llm), ConflictChecker())
+    result = assembler.assemble("Are Lake Ora and Lake Vesi located in the same country?", [
+        StepResult(0, "In which country is Lake Ora?", "Finland", None, (), ()),
+        StepResult(1, "In which country is Lake Vesi?", "Estonia", None, (), ())])
+    assert result == "no" and llm.requests == []
+
+
 def test_assembler_uses_the_comparison_rule_before_the_model():
     llm = ScriptedLLM()
     assembler = AnswerAssembler(caller(llm), ConflictChecker())

@@ -15,7 +15,7 @@ from ..conflicts import ConflictChecker
 from ..knowledge import Statement
 from ..prompts import render_messages
 from . import PROMPTS, Caller
-from .compare import both_yes, compare, matching_option, options
+from .compare import both_yes, compare, matching_option, options, same_answer
 from .evidence import grounded_in, is_unknown, is_yes_no_question, normalize
 from .schemas import FinalAnswer
 
@@ -106,9 +106,11 @@ class AnswerAssembler:
             if opts is None or matching_option(steps[-1].answer, opts):
                 return steps[-1].answer
             # an "A or B?" question whose chain ended on neither option: decide below
-        decided = both_yes(question, [s.answer for s in steps]) if yes_no else \
-            compare(question, [s.question for s in steps], [s.answer for s in steps],
-                    [_local_deps(s, steps) for s in steps])
+        answers, deps = [s.answer for s in steps], [_local_deps(s, steps) for s in steps]
+        if yes_no:
+            decided = both_yes(question, answers) or same_answer(question, answers, deps)
+        else:
+            decided = compare(question, [s.question for s in steps], answers, deps)
         if decided is not None:
             return decided
         if opts is not None:

@@ -133,6 +133,28 @@ def both_yes(question: str, answers: Sequence[str]) -> str | None:
     return "yes" if all(a == "yes" for a in norm) else "no"
 
 
+_SAME = re.compile(r"\bsame\b", re.I)
+
+
+def same_answer(question: str, answers: Sequence[str], depends_on: Sequence[Sequence[int]] | None = None) -> str | None:
+    """'Are A and B in the same country?': yes when the two final answers name the same thing.
+
+    The two answers are those of the steps no other step uses (the ends of the two
+    chains); one answer's words containing the other's counts as the same
+    ("Oslo" / "Oslo, Norway"). None unless there are exactly two such answers.
+    """
+    if not _SAME.search(question):
+        return None
+    deps = list(depends_on) if depends_on is not None else [()] * len(answers)
+    ends = [i for i in range(len(answers)) if not any(i in d for d in deps)]
+    if len(ends) != 2:
+        return None
+    a, b = (set(normalize(answers[i]).split()) for i in ends)
+    if not a or not b or {"unknown"} & (a | b) or a <= {"yes", "no"} or b <= {"yes", "no"}:
+        return None
+    return "yes" if a <= b or b <= a else "no"
+
+
 def matching_option(answer: str, opts: tuple[str, str]) -> str | None:
     """The option an answer names (normalised containment either way), or None."""
     norm = normalize(answer)
