@@ -274,11 +274,7 @@ class QuestionRun:
         future = self.prefetched.pop(step.sub.index, None) if use_prefetch else None
         evidence = future.result() if future is not None and query == step.sub.text and not step.excluded else \
             self.retriever.retrieve(query, exclude=step.excluded)
-        self._send("inform", RETRIEVER, [VERIFIER], {
-            "step": step.sub.index, "query": query,
-            "passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
-                          "suspicious": p.suspicious} for p in evidence.passages],
-            "facts": [f.text for f in evidence.facts]})
+        self._send("inform", RETRIEVER, [VERIFIER], {"step": step.sub.index, "query": query, **_evidence_payload(evidence)})
         return evidence
 
     def _facts(self, evidence: Evidence) -> list[Statement]:
@@ -399,11 +395,8 @@ class QuestionRun:
                     extra.append(passage)
         evidence = Evidence(evidence.query, evidence.passages + tuple(extra[: self.p.config.retrieval.top_k]),
                             evidence.facts)
-        self._send("inform", RETRIEVER, [VERIFIER], {
-            "step": "whole question", "query": self.question,
-            "passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
-                          "suspicious": p.suspicious} for p in evidence.passages],
-            "facts": [f.text for f in evidence.facts]})
+        self._send("inform", RETRIEVER, [VERIFIER], {"step": "whole question", "query": self.question,
+                                                      **_evidence_payload(evidence)})
         try:
             candidate = self.verifier.answer(len(self.steps), self.question, evidence)
         except LLMOutputError as exc:
@@ -440,6 +433,13 @@ class QuestionRun:
             prompt_tokens=self.tokens[0], completion_tokens=self.tokens[1],
             seconds=time.monotonic() - self.started, llm_seconds=self.llm_seconds, uncertain=uncertain,
             uncertain_reason=reason, challenges=self.challenges, judge_calls=self.checker.stats["judge_calls"])
+
+
+def _evidence_payload(evidence: Evidence) -> dict:
+    """The passages and graph facts of a retriever message, as logged."""
+    return {"passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
+                          "suspicious": p.suspicious} for p in evidence.passages],
+            "facts": [f.text for f in evidence.facts]}
 
 
 def _config_dict(config: Any) -> dict:
