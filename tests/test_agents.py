@@ -181,15 +181,18 @@ def test_same_questions_compare_the_two_final_answers():
     from reagent_local.agents.compare import same_answer
 
     question = "Are Lake Ora and Lake Vesi located in the same country?"
-    assert same_answer(question, ["Finland", "Sweden"]) == "no"
-    assert same_answer(question, ["Finland", "Finland"]) == "yes"
-    assert same_answer(question, ["Oslo", "Oslo, Norway"]) == "yes"
-    assert same_answer(question, ["Finland", "unknown"]) is None
-    assert same_answer("Are Lake Ora and Lake Vesi both in Finland?", ["Finland", "Finland"]) is None  # no "same"
+    steps = ["In which country is Lake Ora?", "In which country is Lake Vesi?"]
+    assert same_answer(question, steps, ["Finland", "Sweden"]) == "no"
+    assert same_answer(question, steps, ["Finland", "Finland"]) == "yes"
+    assert same_answer(question, steps, ["Oslo", "Oslo, Norway"]) == "yes"
+    assert same_answer(question, steps, ["Finland", "unknown"]) is None
+    assert same_answer("Are Lake Ora and Lake Vesi both in Finland?", steps, ["Finland", "Finland"]) is None
     # through a bridge: the ends of the two chains are compared
-    chains = ["Mara Lind", "Tom Hale", "Danish", "Danish"]
-    assert same_answer("Are the directors of Blue Harbour and Red Sky of the same nationality?", chains,
-                       [(), (), (0,), (1,)]) == "yes"
+    question = "Are the directors of Blue Harbour and Red Sky from the same country?"
+    bridge = ["Who directed Blue Harbour?", "Who directed Red Sky?", "Which country is #1 from?", "Which country is #2 from?"]
+    assert same_answer(question, bridge, ["Mara Lind", "Tom Hale", "Denmark", "Denmark"], [(), (), (0,), (1,)]) == "yes"
+    # a plan that stopped at the directors says nothing about their countries
+    assert same_answer(question, bridge[:2], ["Mara Lind", "Tom Hale"]) is None
 
 
 def test_assembler_answers_a_same_question_without_the_model():

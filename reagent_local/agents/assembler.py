@@ -108,7 +108,7 @@ class AnswerAssembler:
             # an "A or B?" question whose chain ended on neither option: decide below
         answers, deps = [s.answer for s in steps], [_local_deps(s, steps) for s in steps]
         if yes_no:
-            decided = both_yes(question, answers) or same_answer(question, answers, deps)
+            decided = both_yes(question, answers) or same_answer(question, [s.question for s in steps], answers, deps)
         else:
             decided = compare(question, [s.question for s in steps], answers, deps)
         if decided is not None:

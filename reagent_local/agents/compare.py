@@ -133,21 +133,28 @@ def both_yes(question: str, answers: Sequence[str]) -> str | None:
     return "yes" if all(a == "yes" for a in norm) else "no"
 
 
-_SAME = re.compile(r"\bsame\b", re.I)
+_SAME = re.compile(r"\bsame\s+(\w+)", re.I)
 
 
-def same_answer(question: str, answers: Sequence[str], depends_on: Sequence[Sequence[int]] | None = None) -> str | None:
+def same_answer(question: str, step_questions: Sequence[str], answers: Sequence[str],
+                depends_on: Sequence[Sequence[int]] | None = None) -> str | None:
     """'Are A and B in the same country?': yes when the two final answers name the same thing.
 
     The two answers are those of the steps no other step uses (the ends of the two
-    chains); one answer's words containing the other's counts as the same
-    ("Oslo" / "Oslo, Norway"). None unless there are exactly two such answers.
+    chains), and both of those steps must ask for the compared property (the word after
+    "same": a plan that stopped at the directors cannot say whether their countries
+    match). One answer's words containing the other's counts as the same ("Oslo" /
+    "Oslo, Norway"). None when any of this does not hold.
     """
-    if not _SAME.search(question):
+    match = _SAME.search(question)
+    if not match:
         return None
     deps = list(depends_on) if depends_on is not None else [()] * len(answers)
     ends = [i for i in range(len(answers)) if not any(i in d for d in deps)]
     if len(ends) != 2:
+        return None
+    prop = normalize(match.group(1))
+    if not all(prop in normalize(step_questions[i]).split() for i in ends):
         return None
     a, b = (set(normalize(answers[i]).split()) for i in ends)
     if not a or not b or {"unknown"} & (a | b) or a <= {"yes", "no"} or b <= {"yes", "no"}:
