@@ -253,7 +253,9 @@ class QuestionRun:
 
     def _override(self, step: Step, tried: list) -> None:
         """Depth exhausted: the controller keeps the best candidate seen, marked uncertain."""
-        usable = [t for t in tried if not is_unknown(t[1].answer) and not t[3].kg_conflicts]
+        # a candidate of the wrong type ("Where ...?" -> a date) is no answer at all
+        usable = [t for t in tried if not is_unknown(t[1].answer) and not t[3].kg_conflicts
+                  and not answer_type_problem(step.question, t[1].answer)]
         if not usable:
             step.answer, step.done, step.uncertain = "unknown", True, True
             self.ws.note(CONTROLLER, "override", {"step": step.sub.index, "decision": "no usable answer"})

@@ -72,6 +72,8 @@ def test_answer_type_checks():
     assert answer_type_problem("Where was Hans Berg born?", "1 October 1895")
     assert answer_type_problem("Who founded the company in 1990?", "1990s")
     assert answer_type_problem("Where was Hans Berg born?", "Berlin") is None
+    assert answer_type_problem("What is the place of birth of Hans Berg?", "12 May 1901")
+    assert answer_type_problem("What is the place of birth of Hans Berg?", "Berlin") is None
     assert answer_type_problem("Where is the stadium?", "5 Main Street") is None  # an address is a place
     assert answer_type_problem("Who wrote the song?", "Maroon 5") is None
     assert is_unknown("Unknown.") and not is_unknown("Ventura Pons")

@@ -270,3 +270,15 @@ def test_the_fallback_can_be_switched_off(index, log):
     answer = pipeline(fallback_llm(), index, log, answer_fallback=False).ask(question)
     assert answer.answer == "unknown" and answer.uncertain
     assert not [e for e in log.events(answer.run_id) if e.type == "fallback_answer"]
+
+
+def test_an_answer_of_the_wrong_type_is_not_kept_at_the_depth_limit(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Where was Mara Lind born?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "1961", "passages": [2], "subject": "Mara Lind", "relation": "birth_place"},
+                 schema="SubAnswer")
+    llm.add_rule({"query": "Mara Lind birthplace"}, schema="Reformulation")
+    answer = pipeline(llm, index, log, answer_fallback=False).ask("Where was Mara Lind born?")
+    assert answer.answer == "unknown" and answer.uncertain  # not "1961"
+    override = [e for e in log.events(answer.run_id) if e.type == "override"]
+    assert override and override[-1].payload["decision"] == "no usable answer"

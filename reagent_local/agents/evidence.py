@@ -22,7 +22,10 @@ _INSTRUCTION = re.compile(
 )
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO_START = re.compile(r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
-_NEEDS_PLACE_OR_NAME = re.compile(r"^(where|who|whom|whose|in which (city|country|town|state|place))\b", re.I)
+_NEEDS_PLACE_OR_NAME = re.compile(
+    r"^(where|who|whom|whose"
+    r"|(in |from )?(what|which) (city|country|town|state|place|county|province|region|continent|nationality)"
+    r"|(what|which) (is|was) the (place|city|country|town|birthplace|nationality))\b", re.I)
 _DATE_WORDS = re.compile(
     r"\b(january|february|march|april|may|june|july|august|september|october|november|december"
     r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\b\d+(st|nd|rd|th|s)?\b|\b(ad|bc|bce|ce|c|circa)\b",
