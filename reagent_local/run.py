@@ -404,7 +404,7 @@ class QuestionRun:
         except LLMOutputError as exc:
             self.ws.note(VERIFIER, "invalid_output", {"error": str(exc).splitlines()[0]})
             return "unknown"
-        problem = answer_type_problem(self.question, candidate.answer)
+        problem = None if is_unknown(candidate.answer) else answer_type_problem(self.question, candidate.answer)
         if is_unknown(candidate.answer) or problem:
             self.ws.note(CONTROLLER, "fallback_answer", {"answer": "unknown", "rejected": candidate.answer,
                                                          "reason": problem or "no answer in the passages"})
