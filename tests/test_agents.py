@@ -234,3 +234,37 @@ def test_verifier_fixes_wrong_citation_numbers():
                                   "relation": "director"}])
     candidate = Verifier(caller(llm), ConflictChecker()).answer(0, "Who directed Blue Harbour?", evidence)
     assert [p.id for p in candidate.cited] == ["B#0"]
+
+
+def test_a_comparing_step_that_names_neither_option_is_dropped():
+    from reagent_local.agents.decomposer import drop_off_topic_steps, plan_from
+
+    question = "Which band has more members, The Tallows or Red Kite?"
+    plan = plan_from(["How many members does The Tallows have?", "How many members does Red Kite have?",
+                      "Which band has more members?"], 4)
+    assert [s.text for s in drop_off_topic_steps(question, plan)] == [
+        "How many members does The Tallows have?", "How many members does Red Kite have?"]
+    # a step that uses an earlier answer stays, and references are renumbered
+    bridge = plan_from(["Which band has more members?", "Who founded The Tallows?", "Who founded Red Kite?",
+                        "When was #2 born?", "When was #3 born?"], 5)
+    kept = drop_off_topic_steps("Which band's founder was born first, The Tallows or Red Kite?", bridge)
+    assert [s.text for s in kept] == ["Who founded The Tallows?", "Who founded Red Kite?", "When was #1 born?",
+                                      "When was #2 born?"]
+    assert [s.depends_on for s in kept] == [(), (), (0,), (1,)]
+    # not an either-or question: the plan is left alone
+    assert drop_off_topic_steps("Who founded the band The Tallows?", plan) == plan
+
+
+def test_either_or_questions_get_an_option_from_the_model():
+    llm = ScriptedLLM()
+    llm.add_rule({"answer": "Red Kite"}, schema="OptionAnswer")
+    assembler = AnswerAssembler(caller(llm), ConflictChecker())
+    result = assembler.assemble("Which band is more popular, The Tallows or Red Kite?", [
+        StepResult(0, "How popular is The Tallows?", "very", None, (), ()),
+        StepResult(1, "How popular is Red Kite?", "hugely", None, (), ())])
+    assert result == "Red Kite"
+    (request,) = llm.requests
+    assert request.schema == "OptionAnswer"
+    from reagent_local.agents.schemas import option_answer
+    schema = option_answer(("The Tallows", "Red Kite")).model_json_schema()
+    assert schema["properties"]["answer"]["enum"] == ["The Tallows", "Red Kite"]

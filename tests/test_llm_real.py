@@ -88,3 +88,13 @@ def test_model_without_chat_template_is_refused(tmp_path, monkeypatch):
     assert explicit.load() is not None
     explicit.close()
     assert llama is not None
+
+
+def test_an_option_schema_lets_the_model_say_only_an_option(smol):
+    from reagent_local.agents.schemas import option_answer
+
+    options = ("The Tallows", "Red Kite, Inc.")
+    result = smol.generate_json(
+        [{"role": "user", "content": "Name a colour, then a city, then answer: which band is older? JSON only."}],
+        option_answer(options), max_tokens=30)
+    assert result.value.answer in options  # the grammar offered nothing else, whatever the prompt asked

@@ -17,7 +17,7 @@ from ..prompts import render_messages
 from . import PROMPTS, Caller
 from .compare import both_yes, compare, matching_option, options, same_answer
 from .evidence import grounded_in, is_unknown, is_yes_no_question, normalize
-from .schemas import FinalAnswer
+from .schemas import FinalAnswer, option_answer
 
 AGENT = "assembler"
 
@@ -120,4 +120,6 @@ class AnswerAssembler:
                     return option
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
-        return " ".join(self.call(AGENT, messages, FinalAnswer, max_tokens=40).value.answer.split())
+        # an "A or B?" question is answered with A or B: the grammar offers nothing else
+        schema = option_answer(opts) if opts is not None and len(set(opts)) == 2 else FinalAnswer
+        return " ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split())

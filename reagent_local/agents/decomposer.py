@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from ..prompts import render_messages
 from . import PROMPTS, Caller
+from .compare import options
+from .evidence import normalize
 from .schemas import Decomposition
 
 AGENT = "decomposer"
@@ -74,6 +76,33 @@ def missing_parts(question: str, plan: list[SubQuestion]) -> list[str]:
     return missing
 
 
+def _mentions(option: str, text: str) -> bool:
+    """Most of the option's words are in the text (a model may drop "(film)" or an initial)."""
+    wanted, words = normalize(option).split(), set(normalize(text).split())
+    return bool(wanted) and sum(w in words for w in wanted) * 2 >= len(wanted)
+
+
+def drop_off_topic_steps(question: str, plan: list[SubQuestion]) -> list[SubQuestion]:
+    """For an "A or B?" question, drop independent steps that name neither option.
+
+    Small models end such plans with a step that compares ("Which group has more
+    members?"); no passage answers it and the comparison is made afterwards anyway.
+    Steps that use an earlier answer (#k) are kept; so is the plan when fewer than two
+    steps would remain. References are renumbered.
+    """
+    opts = options(question)
+    if opts is None:
+        return plan
+    keep = [s for s in plan if s.depends_on or any(_mentions(o, s.text) for o in opts)]
+    kept = {s.index for s in keep}
+    if len(keep) == len(plan) or len(keep) < 2 or any(k not in kept for s in keep for k in s.depends_on):
+        return plan
+    position = {s.index: i for i, s in enumerate(keep)}
+    texts = [_REF.sub(lambda m: f"#{position[int(m.group(1)) - 1] + 1}" if int(m.group(1)) - 1 in position
+                      else m.group(0), s.text) for s in keep]
+    return plan_from(texts, len(texts))
+
+
 class QuestionDecomposer:
     """Asks the model for a plan; a simple question stays whole.
 
@@ -100,6 +129,7 @@ class QuestionDecomposer:
                              self.max_steps)
             if missing_parts(question, plan):
                 plan = []
+        plan = drop_off_topic_steps(question, plan)
         if len(plan) <= 1:
             # one step is the question itself: a paraphrase can only lose something
             return [SubQuestion(0, question, ())]

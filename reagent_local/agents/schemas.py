@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 Relation = Literal[
     "capital", "largest_city", "birth_date", "birth_place", "death_date", "death_place",
@@ -48,3 +48,9 @@ class FinalAnswer(BaseModel):
     """Answer-Assembler output: the short final answer."""
 
     answer: str = Field(max_length=80)
+
+
+def option_answer(options: tuple[str, ...]) -> type[BaseModel]:
+    """A FinalAnswer whose answer must be one of ``options`` (the grammar allows nothing else)."""
+    return create_model("OptionAnswer", __doc__="Answer-Assembler output: one of the question's options.",
+                        answer=(Literal[tuple(options)], ...))

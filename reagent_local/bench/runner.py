@@ -207,6 +207,7 @@ def run_benchmark(
     ``console`` (a rich Console) turns on the progress bars.
     """
     methods = check_methods(list(methods))
+    code_version()  # read (and cache) the commit now: the code in memory is the code at start
     file = Path(file)
     sample = sample_questions(load_questions(file, dataset), n, seed)
     owns_llm = llm is None
