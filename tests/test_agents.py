@@ -137,6 +137,11 @@ def test_comparisons_are_decided_in_code_when_clear():
     from reagent_local.agents.compare import options
     assert options("Which case came first, Craig v. Boren or United States v. Paramount Pictures, Inc.?") == (
         "Craig v. Boren", "United States v. Paramount Pictures, Inc.")
+    # a serial comma before "or", and "most" as the comparison word
+    question = "Which band has the most members, The Tallows, or Red Kite?"
+    assert options(question) == ("The Tallows", "Red Kite")
+    assert compare(question, ["How many members does The Tallows have?", "How many members does Red Kite have?"],
+                   ["3", "5"]) == "Red Kite"
     assert compare("Who was born in Oslo, Ann or Tom?", ["Where was Ann born?", "Where was Tom born?"], ["Oslo", "Rome"]) is None
     assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["yes", "no"]) == "no"
     assert both_yes("Are Lake Ora and Lake Vesi both in Finland?", ["yes", "yes"]) == "yes"

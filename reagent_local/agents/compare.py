@@ -18,8 +18,8 @@ from .evidence import normalize
 _OPTIONS = re.compile(r",?\s*([^,?]+?)\s+or\s+([^,?]+?)\s*\??$", re.I)
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_SMALLER_WINS = re.compile(r"\b(first|earlier|earliest|older|oldest|before|fewer|less|smaller|lower|shorter)\b", re.I)
-_LARGER_WINS = re.compile(r"\b(later|latest|last|more recent|most recent|newer|newest|younger|youngest|after|more|larger|bigger|higher|longer|taller)\b", re.I)
+_SMALLER_WINS = re.compile(r"\b(first|earlier|earliest|older|oldest|before|fewer|fewest|less|least|smaller|smallest|lower|lowest|shorter|shortest)\b", re.I)
+_LARGER_WINS = re.compile(r"\b(later|latest|last|more recent|most recent|newer|newest|younger|youngest|after|more|most|larger|largest|bigger|biggest|higher|highest|longer|longest|taller|tallest)\b", re.I)
 _BOTH = re.compile(r"\b(both|all|each)\b", re.I)
 _MONTHS = {m: i for i, m in enumerate(
     "january february march april may june july august september october november december".split(), 1)}
@@ -27,7 +27,7 @@ _ISO_DATE = re.compile(r"\b(1\d{3}|20\d{2})-(\d{1,2})-(\d{1,2})\b")
 _DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
 
 
-_OPTIONS_AFTER_COMMA = re.compile(r",\s*([^,]+?)\s+or\s+(.+?)\s*\?*$", re.I)
+_OPTIONS_AFTER_COMMA = re.compile(r",\s*([^,]+?),?\s+or\s+(.+?)\s*\?*$", re.I)  # "..., A, or B?" too
 
 
 def options(question: str) -> tuple[str, str] | None:
