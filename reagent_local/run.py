@@ -404,10 +404,11 @@ class QuestionRun:
         except LLMOutputError as exc:
             self.ws.note(VERIFIER, "invalid_output", {"error": str(exc).splitlines()[0]})
             return "unknown"
-        problem = None if is_unknown(candidate.answer) else answer_type_problem(self.question, candidate.answer)
-        if is_unknown(candidate.answer) or problem:
+        rejection = ("no answer in the passages" if is_unknown(candidate.answer)
+                     else answer_type_problem(self.question, candidate.answer))
+        if rejection:
             self.ws.note(CONTROLLER, "fallback_answer", {"answer": "unknown", "rejected": candidate.answer,
-                                                         "reason": problem or "no answer in the passages"})
+                                                         "reason": rejection})
             return "unknown"
         self.fallback_cited = tuple(p for p in candidate.cited if not p.suspicious) or evidence.passages[:1]
         self.ws.note(CONTROLLER, "fallback_answer", {"answer": candidate.answer,
@@ -421,17 +422,19 @@ class QuestionRun:
         return answered[-1].answer if answered else "unknown"
 
     def _answer(self, final: str, uncertain: bool, reason: str) -> Answer:
-        subs, cited = [], []
+        subs = []
+        cited: dict[str, PassageRef] = {}  # by passage id, first citation first
         for step in self.steps:
             refs = tuple(PassageRef(p.id, p.title, p.text) for p in step.cited)
-            cited.extend(r for r in refs if r.id not in {c.id for c in cited})
+            for ref in refs:
+                cited.setdefault(ref.id, ref)
             subs.append(SubQuestionResult(step.question or step.sub.text, step.answer or "unknown", refs,
                                           step.uncertain, tuple(f.text for f in step.evidence.facts) if step.evidence else ()))
-        fallback_refs = (PassageRef(p.id, p.title, p.text) for p in self.fallback_cited)
-        cited.extend(r for r in fallback_refs if r.id not in {c.id for c in cited})
+        for p in self.fallback_cited:
+            cited.setdefault(p.id, PassageRef(p.id, p.title, p.text))
         return Answer(
             question=self.question, answer=final, run_id=self.run_id, subquestions=tuple(subs),
-            passages=tuple(cited), backtracks=dict(self.backtracks), llm_calls=self.budget.llm_calls,
+            passages=tuple(cited.values()), backtracks=dict(self.backtracks), llm_calls=self.budget.llm_calls,
             prompt_tokens=self.tokens[0], completion_tokens=self.tokens[1],
             seconds=time.monotonic() - self.started, llm_seconds=self.llm_seconds, uncertain=uncertain,
             uncertain_reason=reason, challenges=self.challenges, judge_calls=self.checker.stats["judge_calls"])
