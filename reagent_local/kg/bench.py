@@ -21,6 +21,7 @@ import numpy as np
 
 from ..config import Config
 from ..errors import ReagentError
+from .dates import MONTHS
 from .lookup import NoKnowledgeGraphError, open_index_graph
 from .search import fold
 from .store import KnowledgeGraph, Triple
@@ -50,7 +51,6 @@ TEMPLATES: dict[str, str] = {
     "founded": "When was {subject} founded?",
 }
 
-_MONTHS = ("January February March April May June July August September October November December").split()
 _PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
 _TRAILING_SHARE = re.compile(r"\s+[\d.,]+\s*%$")  # "English 95.1%": the share is a note on the answer
 
@@ -95,7 +95,7 @@ def _date_forms(iso: str) -> list[str]:
     year, month, day = match.groups()
     if month is None:
         return [str(int(year))]
-    name = _MONTHS[int(month) - 1]
+    name = MONTHS[int(month) - 1]
     if day is None:
         return [f"{name} {int(year)}"]
     return [f"{name} {int(day)}, {int(year)}", f"{int(day)} {name} {int(year)}"]
