@@ -10,7 +10,7 @@ from .answer import Answer
 from .config import Config, load_config
 from .errors import ConfigError, IndexNotFoundError
 from .llm import LLM, LlamaModel
-from .log import EventLog
+from .core.log import EventLog
 from .models import resolve_model
 from .pipeline import Pipeline
 

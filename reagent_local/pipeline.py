@@ -16,7 +16,7 @@ from .answer import Answer
 from .config import Config
 from .errors import QuestionError
 from .llm import LLM
-from .log import EventLog
+from .core.log import EventLog
 from .run import QuestionRun
 
 MODES = {"none": (False, False), "local": (True, False), "global": (False, True), "both": (True, True)}

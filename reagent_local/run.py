@@ -24,12 +24,12 @@ from .agents.retriever import AGENT as RETRIEVER, RetrieverAgent
 from .agents.supervisor import AGENT as SUPERVISOR, Supervisor
 from .agents.verifier import AGENT as VERIFIER, Candidate, Check, LLMJudge, Verifier, confidence_of
 from .answer import Answer, PassageRef, SubQuestionResult
-from .channel import Channel, Message as ChannelMessage
-from .conflicts import ConflictChecker
+from .core.channel import Channel, Message as ChannelMessage
+from .core.conflicts import ConflictChecker
 from .errors import LLMOutputError
-from .knowledge import Statement, make_statement
+from .core.knowledge import Statement, make_statement
 from .llm import JsonResult, Message
-from .workspace import Workspace
+from .core.workspace import Workspace
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline

@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 
 
 def main() -> None:

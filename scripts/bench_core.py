@@ -21,10 +21,10 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reagent_local.conflicts import ConflictChecker  # noqa: E402
-from reagent_local.knowledge import fold, make_statement  # noqa: E402
-from reagent_local.log import EventLog  # noqa: E402
-from reagent_local.workspace import Workspace, replay  # noqa: E402
+from reagent_local.core.conflicts import ConflictChecker  # noqa: E402
+from reagent_local.core.knowledge import fold, make_statement  # noqa: E402
+from reagent_local.core.log import EventLog  # noqa: E402
+from reagent_local.core.workspace import Workspace, replay  # noqa: E402
 
 AGENTS = ("retriever", "verifier", "assembler")
 

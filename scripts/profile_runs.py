@@ -11,7 +11,7 @@ import json
 import statistics
 from pathlib import Path
 
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 
 
 def percentile(values: list[float], q: float) -> float:

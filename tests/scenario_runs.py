@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reagent_local.config import Config, PipelineConfig
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, ScriptedLLM
 
@@ -113,10 +113,10 @@ def nonsense_run(log: EventLog) -> str:
 
 def channel_run(log: EventLog) -> str:
     """No pipeline: concurrent conflicting asserts (an escalation), a judge result and notes of other kinds."""
-    from reagent_local.channel import Channel, Message
-    from reagent_local.conflicts import Verdict
-    from reagent_local.knowledge import make_statement
-    from reagent_local.workspace import Workspace
+    from reagent_local.core.channel import Channel, Message
+    from reagent_local.core.conflicts import Verdict
+    from reagent_local.core.knowledge import make_statement
+    from reagent_local.core.workspace import Workspace
 
     ws = Workspace.start(log, "What is the capital of California?", {})
     channel = Channel(ws)

@@ -6,8 +6,8 @@ from reagent_local.agents.decomposer import QuestionDecomposer, missing_parts, n
 from reagent_local.agents.evidence import answer_type_problem, grounded_in, is_unknown, looks_like_instruction
 from reagent_local.agents.supervisor import Supervisor
 from reagent_local.agents.assembler import Escalation
-from reagent_local.conflicts import ConflictChecker
-from reagent_local.knowledge import make_statement
+from reagent_local.core.conflicts import ConflictChecker
+from reagent_local.core.knowledge import make_statement
 from reagent_local.testing import ScriptedLLM
 
 

@@ -156,7 +156,7 @@ class FakePipeline:
 def fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> type[FakePipeline]:
     FakePipeline.made = []
     monkeypatch.setitem(sys.modules, "reagent_local.pipeline", types.SimpleNamespace(Pipeline=FakePipeline))
-    monkeypatch.setitem(sys.modules, "reagent_local.log", types.SimpleNamespace(EventLog=lambda path: ("log", path)))
+    monkeypatch.setitem(sys.modules, "reagent_local.core.log", types.SimpleNamespace(EventLog=lambda path: ("log", path)))
     return FakePipeline
 
 

@@ -339,7 +339,7 @@ def test_reagent_methods_run_through_the_real_pipeline(driver: dict, tmp_path: P
         assert record["run_id"] and record["llm_calls"] == 3 and record["uncertain"] is False  # a chain needs no assembler call
         assert record["support_recall"] == 1.0 and record["support_precision"] == 1.0
     assert (tmp_path / "run" / "events.duckdb").is_file()
-    from reagent_local.log import EventLog
+    from reagent_local.core.log import EventLog
 
     with EventLog(tmp_path / "run" / "events.duckdb", read_only=True) as log:
         assert log.get_run(records[0]["run_id"])["answer"] == records[0]["prediction"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reagent_local.channel import Channel, LogicalClock, Message
-from reagent_local.knowledge import Statement, make_statement
-from reagent_local.log import EventLog
-from reagent_local.workspace import Workspace
+from reagent_local.core.channel import Channel, LogicalClock, Message
+from reagent_local.core.knowledge import Statement, make_statement
+from reagent_local.core.log import EventLog
+from reagent_local.core.workspace import Workspace
 
 
 def fact(subject: str, value: str, relation: str = "capital") -> Statement:

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reagent_local.conflicts import (
+from reagent_local.core.conflicts import (
     ConflictChecker, RuleChecker, Verdict, check_against_facts, minimal_conflict_set, normalize_value,
     quickxplain, weakest,
 )
-from reagent_local.knowledge import Statement, make_statement, with_time
+from reagent_local.core.knowledge import Statement, make_statement, with_time
 
 
 def fact(subject: str, relation: str, value: str, **kw) -> Statement:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from reagent_local.channel import Channel, Message
-from reagent_local.conflicts import ConflictChecker, Verdict, minimal_conflict_set, weakest
-from reagent_local.knowledge import Statement, make_statement
-from reagent_local.log import EventLog
-from reagent_local.workspace import Workspace, replay
+from reagent_local.core.channel import Channel, Message
+from reagent_local.core.conflicts import ConflictChecker, Verdict, minimal_conflict_set, weakest
+from reagent_local.core.knowledge import Statement, make_statement
+from reagent_local.core.log import EventLog
+from reagent_local.core.workspace import Workspace, replay
 
 QUESTION = "What is the population of the capital of the state that hosted the 1984 Summer Olympics?"
 

@@ -7,7 +7,7 @@ import pytest
 from conftest import pulled_model
 from reagent_local.bench.metrics import best_em_f1
 from reagent_local.config import load_config
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from reagent_local.errors import ReagentError
 from reagent_local.kg import KnowledgeGraph, Triple
 from reagent_local.kg.bench import (TEMPLATES, answer_forms, contains_answer, format_kg_table, question_subject,
                                     run_kg_bench, template_questions)
-from reagent_local.relations import ALL_RELATIONS
+from reagent_local.core.relations import ALL_RELATIONS
 from reagent_local.retrieval import build_index
 
 # Each prose states some infobox facts and leaves others out, so the graph adds exactly these:

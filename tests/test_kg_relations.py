@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reagent_local.kg.relations import KEY_SYNONYMS, canonical_relation, key_unit, normalise_key, snake_case
-from reagent_local.relations import ALL_RELATIONS
+from reagent_local.core.relations import ALL_RELATIONS
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reagent_local.errors import LogError
-from reagent_local.knowledge import (
+from reagent_local.core.knowledge import (
     KnowledgeState, Statement, StateFolder, discarded_between, fold, make_statement, parse_quantity,
     statement_from_dict, statement_to_dict, with_time,
 )

@@ -15,7 +15,7 @@ import pytest
 
 from reagent_local import log as logmod
 from reagent_local.errors import LogError, RunNotFoundError
-from reagent_local.log import SCHEMA_VERSION, EventLog
+from reagent_local.core.log import SCHEMA_VERSION, EventLog
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,7 +162,7 @@ def _child(code: str, *args: str) -> subprocess.Popen:
 
 HOLDING_WRITER = """
     import sys
-    from reagent_local.log import EventLog
+    from reagent_local.core.log import EventLog
     log = EventLog(sys.argv[1])
     run = log.start_run("q", {}, run_id="held")
     for t in range(1, 51):
@@ -195,7 +195,7 @@ def test_other_process_writing_readers_copy_and_writers_get_a_clear_error(tmp_pa
 
 KILLED_WRITER = """
     import sys
-    from reagent_local.log import EventLog
+    from reagent_local.core.log import EventLog
     log = EventLog(sys.argv[1])
     run = log.start_run("q", {}, run_id="killed")
     t = 0

@@ -4,7 +4,7 @@
 import pytest
 
 from reagent_local.errors import QuestionError
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, InMemoryKG, ScriptedLLM
 
@@ -104,7 +104,7 @@ def test_global_conflict_rolls_back_to_before_the_second_claim(log):
 
 
 def pipeline_state(log, run_id):
-    from reagent_local.workspace import replay
+    from reagent_local.core.workspace import replay
 
     return replay(log, run_id).global_state()
 

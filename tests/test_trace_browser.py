@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 from reagent_local.trace import load_trace
 from reagent_local.trace.html import write_html
 from scenario_runs import WRONG_CAPITAL, WRONG_STATE, challenge_run, channel_run, nonsense_run, rollback_run

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reagent_local.cli import main
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 from scenario_runs import WRONG_CAPITAL, rollback_run, simple_run
 
 
@@ -105,9 +105,9 @@ def test_missing_log_is_a_clear_error(capsys, tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from reagent_local.log import EventLog
-    from reagent_local.workspace import Workspace
-    from reagent_local.knowledge import make_statement
+    from reagent_local.core.log import EventLog
+    from reagent_local.core.workspace import Workspace
+    from reagent_local.core.knowledge import make_statement
     log = EventLog(sys.argv[1])
     ws = Workspace.start(log, "Which question is still being answered?", {})
     ws.assert_statement("verifier", make_statement("half-way -> yes"))

@@ -11,10 +11,10 @@ from html.parser import HTMLParser
 import pytest
 
 from reagent_local.errors import ReagentError
-from reagent_local.log import EventLog
+from reagent_local.core.log import EventLog
 from reagent_local.trace import load_trace
 from reagent_local.trace.html import embed_json, render_html, write_html
-from reagent_local.workspace import Workspace
+from reagent_local.core.workspace import Workspace
 from scenario_runs import PLANTED, WRONG_CAPITAL, WRONG_STATE, rollback_run
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from reagent_local.errors import RunNotFoundError
-from reagent_local.knowledge import make_statement
-from reagent_local.log import Event, EventLog
+from reagent_local.core.knowledge import make_statement
+from reagent_local.core.log import Event, EventLog
 from reagent_local.trace import load_trace
 from reagent_local.trace.load import call_purpose, link_calls
 from reagent_local.trace.runs import export_run, list_runs, resolve_run_id
-from reagent_local.workspace import Workspace
+from reagent_local.core.workspace import Workspace
 from scenario_runs import PLANTED, WRONG_CAPITAL, WRONG_STATE, rollback_run, simple_run
 
 
@@ -42,7 +42,7 @@ def test_rollbacks_name_their_checkpoint_and_discarded_entries(scenario):
 
 
 def test_kept_statements_are_not_abandoned_and_the_final_state_matches_the_fold(scenario):
-    from reagent_local.workspace import replay
+    from reagent_local.core.workspace import replay
 
     log, run_id, _ = scenario
     trace = load_trace(log, run_id)

@@ -8,12 +8,12 @@ import re
 import pytest
 from rich.console import Console
 
-from reagent_local.knowledge import make_statement
-from reagent_local.log import EventLog
+from reagent_local.core.knowledge import make_statement
+from reagent_local.core.log import EventLog
 from reagent_local.trace import load_trace
 from reagent_local.trace.runs import list_runs
 from reagent_local.trace.terminal import render, runs_table
-from reagent_local.workspace import Workspace
+from reagent_local.core.workspace import Workspace
 from scenario_runs import (WRONG_CAPITAL, WRONG_STATE, challenge_run, channel_run, nonsense_run, rollback_run,
                            simple_run)
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reagent_local.conflicts import ConflictChecker, Verdict
+from reagent_local.core.conflicts import ConflictChecker, Verdict
 from reagent_local.errors import RunNotFoundError
-from reagent_local.knowledge import KnowledgeState, Statement, make_statement
-from reagent_local.log import EventLog
-from reagent_local.workspace import Workspace, replay
+from reagent_local.core.knowledge import KnowledgeState, Statement, make_statement
+from reagent_local.core.log import EventLog
+from reagent_local.core.workspace import Workspace, replay
 
 
 def fact(subject: str, value: str, relation: str = "capital", **kw) -> Statement:

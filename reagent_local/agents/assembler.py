@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..conflicts import ConflictChecker
-from ..knowledge import Statement
+from ..core.conflicts import ConflictChecker
+from ..core.knowledge import Statement
 from ..prompts import render_messages
 from . import PROMPTS, Caller
 from .compare import both_yes, compare, matching_option, options, same_answer

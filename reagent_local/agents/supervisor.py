@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..conflicts import ConflictChecker, minimal_conflict_set
-from ..knowledge import Statement
+from ..core.conflicts import ConflictChecker, minimal_conflict_set
+from ..core.knowledge import Statement
 from .assembler import Escalation
 from .controller import Controller
 

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..conflicts import ConflictChecker, Verdict, check_against_facts, normalize_value
-from ..knowledge import Statement, make_statement
+from ..core.conflicts import ConflictChecker, Verdict, check_against_facts, normalize_value
+from ..core.knowledge import Statement, make_statement
 from ..prompts import render_messages
-from ..relations import ALL_RELATIONS
+from ..core.relations import ALL_RELATIONS
 from . import PROMPTS, Caller
 from .evidence import Evidence, EvidencePassage, answer_type_problem, format_evidence, grounded_in, is_unknown
 from .schemas import ConflictJudgement, SubAnswer

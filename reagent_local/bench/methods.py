@@ -82,7 +82,7 @@ class MethodContext:
         if self._log is None:
             if self.log_path is None:
                 raise RuntimeError("this method needs an event log but the run was given no log path")
-            from ..log import EventLog  # deferred: only ReAgent methods log events
+            from ..core.log import EventLog  # deferred: only ReAgent methods log events
 
             self._log = EventLog(self.log_path)
         return self._log

@@ -24,7 +24,7 @@ def _log_option(func: Callable) -> Callable:
 
 @contextmanager
 def _open_log(log_path: Path | None) -> Iterator[Any]:
-    from ..log import EventLog
+    from ..core.log import EventLog
     from .common import config_from
 
     path = log_path if log_path is not None else config_from().paths.log

@@ -2,7 +2,7 @@
 
 Different infobox types spell the same relation differently (``birth_date``,
 ``born``, ``date_of_birth``; ``LargestCity``, ``largestcity``). Keys in the table
-below map onto the canonical names of :mod:`reagent_local.relations`, which the
+below map onto the canonical names of :mod:`reagent_local.core.relations`, which the
 structured form of statements also uses; every other key is kept as normalised
 snake_case so nothing is lost.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..relations import ALL_RELATIONS
+from ..core.relations import ALL_RELATIONS
 
 # normalised key (see normalise_key) -> canonical relation
 KEY_SYNONYMS: dict[str, str] = {
@@ -113,7 +113,7 @@ def key_unit(key: str) -> str | None:
 
 
 def is_canonical(relation: str) -> bool:
-    """True when the relation is one of the shared names of reagent_local.relations."""
+    """True when the relation is one of the shared names of reagent_local.core.relations."""
     return relation in ALL_RELATIONS
 
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from ..log import Checkpoint
+from ..core.log import Checkpoint
 from .model import Entry, Item
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..log import Checkpoint, Event, EventLog
+from ..core.log import Checkpoint, Event, EventLog
 from .describe import describe
 from .model import (
     AGENT_ORDER, DISCARDED, HELD, RETRACTED, CheckpointMark, ConflictSet, Entry, FinalAnswer, Item, LLMCallInfo,

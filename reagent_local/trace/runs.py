@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import RunNotFoundError
-from ..log import EventLog
+from ..core.log import EventLog
 from .load import link_calls
 from .model import RunSummary
 

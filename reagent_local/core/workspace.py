@@ -1,7 +1,7 @@
 """One run's reversible state: the event log, a logical clock, checkpoints and rollbacks.
 
 Every change is an event appended to the log and then applied to the live state with
-the same :class:`~reagent_local.knowledge.StateFolder` that :func:`replay` uses, so
+the same :class:`~reagent_local.core.knowledge.StateFolder` that :func:`replay` uses, so
 the live state is, by construction, the fold of what was logged. A rollback is a new
 event pointing at a checkpoint; nothing is deleted, so abandoned branches stay in
 the log for traces.

@@ -103,7 +103,7 @@ def make_statement(
     if relation is not None:
         relation = relation.strip().lower().replace(" ", "_").replace("-", "_")
         if relation not in KNOWN_RELATIONS:
-            raise ValueError(f"unknown relation {relation!r}; use one of {sorted(KNOWN_RELATIONS)} (reagent_local.relations)")
+            raise ValueError(f"unknown relation {relation!r}; use one of {sorted(KNOWN_RELATIONS)} (reagent_local.core.relations)")
     if value is not None and not isinstance(value, str):
         value = f"{value:g}" if isinstance(value, float) else str(value)
     if text is None:
@@ -174,7 +174,7 @@ def _freeze(agents: Mapping[str, Iterable[Statement]]) -> KnowledgeState:
 
 
 class EventLike(Protocol):
-    """What the fold reads from a logged event (reagent_local.log.Event fits)."""
+    """What the fold reads from a logged event (reagent_local.core.log.Event fits)."""
 
     seq: int
     time: int
