@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from reagent_local.core.channel import Channel, Message
-from reagent_local.core.conflicts import ConflictChecker, Verdict, minimal_conflict_set, weakest
+from reagent_local.core.conflicts import ConflictChecker, Verdict, minimal_conflict_set
 from reagent_local.core.knowledge import Statement, make_statement
 from reagent_local.core.log import EventLog
 from reagent_local.core.workspace import Workspace, replay
@@ -73,7 +73,7 @@ def test_sacramento_scenario(tmp_path: Path) -> None:
     assert values(ws.local_state("verifier")) == [olympics.text, "Sacramento", "508,000", "1,600,000"]
     (a, b, verdict), = checker.find_conflicting_pairs(ws.local_state("verifier"))
     assert {a.id, b.id} == {population.id, metro.id} and verdict.conflict
-    drop = weakest([a, b])
+    drop = min((a, b), key=lambda s: s.confidence)  # the scenario gives up the less sure figure
     assert drop == metro
     local_target = ws.checkpoint_before([drop])
     assert local_target.label == "before more evidence for step 3"
@@ -96,7 +96,7 @@ def test_sacramento_scenario(tmp_path: Path) -> None:
     mcs = minimal_conflict_set(list(state_before_global), checker)
     assert mcs == [capital, la]  # exactly the two capital statements
     assert judge.calls == judge_calls_before  # the rule conflict needed no judge call
-    culprit = weakest(mcs)
+    culprit = min(mcs, key=lambda s: s.confidence)
     assert culprit == la
     target = ws.checkpoint_before([culprit])
     assert target == before_thread2

@@ -1,11 +1,9 @@
-"""Infobox value cleaning: links, dates, numbers, lists and references, on hand-written wikitext."""
+"""Infobox value cleaning: links, date templates, lists and references, on hand-written wikitext."""
 
 from __future__ import annotations
 
 import pytest
 
-from reagent_local.kg.dates import parse_date_text
-from reagent_local.kg.numbers import parse_quantity
 from reagent_local.kg.values import DateValue, Link, Renderer, canonical_title, entity_links, item_text
 
 
@@ -90,46 +88,3 @@ def test_entity_links(wikitext: str, targets: list[str] | None) -> None:
     (item,) = render(wikitext)
     links = entity_links(item)
     assert (None if links is None else [link.target for link in links]) == targets
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("4,858,979 (2015 est.)", (4858979.0, None)),
-        ("$599.83 billion", (599.83e9, "USD")),
-        ("100 minutes", (100.0, "minutes")),
-        ("40.5% (2006 est.)", (40.5, "percent")),
-        ("−6", (-6.0, None)),
-        ("30th", None),
-        ("negligible", None),
-        ("Hodgenville, Kentucky", None),
-    ],
-)
-def test_parse_quantity(text: str, expected: tuple | None) -> None:
-    got = parse_quantity(text)
-    if expected is None:
-        assert got is None
-    else:
-        assert got is not None and got[0] == pytest.approx(expected[0]) and got[1] == expected[1]
-
-
-def test_parse_quantity_takes_the_unit_from_the_key_when_the_value_has_none() -> None:
-    assert parse_quantity("2381741", default_unit="km2") == (2381741.0, "km2")
-
-
-@pytest.mark.parametrize(
-    ("text", "allow_year", "iso"),
-    [
-        ("March 4, 1861", False, "1861-03-04"),
-        ("5 July 1962", False, "1962-07-05"),
-        ("April 1709", False, "1709-04"),
-        ("December 21, 1968, 12:51:00 UTC", False, "1968-12-21"),
-        ("322 BC (aged 62)", True, "-0321"),
-        ("1834", True, "1834"),
-        ("1834", False, None),  # a bare number is a date only for date relations
-        ("Spain", True, None),
-        ("February 30, 1900", False, None),
-    ],
-)
-def test_parse_date_text(text: str, allow_year: bool, iso: str | None) -> None:
-    assert parse_date_text(text, allow_year=allow_year) == iso

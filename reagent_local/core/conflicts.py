@@ -8,18 +8,13 @@ cache, so each distinct pair costs at most one judge call per checker.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
+from ..text import YES_NO, normalize
 from .knowledge import Statement
 from .relations import FUNCTIONAL_RELATIONS, NUMERIC_TOLERANCE
-
-_ARTICLE = re.compile(r"^(a|an|the)\s+")
-_PUNCT = re.compile(r"[^\w\s]")
-_YES_NO = frozenset({"yes", "no"})
 
 
 @dataclass(frozen=True)
@@ -39,13 +34,9 @@ class Judge(Protocol):
 JudgementHook = Callable[[Statement, Statement, Verdict, bool], None]  # (a, b, verdict, cached)
 
 
-@lru_cache(maxsize=65536)
-def normalize_value(text: str) -> str:
-    """Case, accents, punctuation and a leading article removed; spaces collapsed."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
-    plain = " ".join(_PUNCT.sub(" ", plain).split())
-    return _ARTICLE.sub("", plain)
+# text.normalize, cached: pair checks normalise the same values over and over.
+# The name stays while agents/verifier.py imports it.
+normalize_value = lru_cache(maxsize=65536)(normalize)
 
 
 def _same_subject(a: Statement, b: Statement) -> bool:
@@ -65,7 +56,7 @@ class RuleChecker:
     def check(self, a: Statement, b: Statement) -> Verdict | None:
         """A verdict from the rules, or None (a free-text side: ask the judge)."""
         va, vb = normalize_value(a.value or ""), normalize_value(b.value or "")
-        if a.subquestion is not None and a.subquestion == b.subquestion and va in _YES_NO and vb in _YES_NO:
+        if a.subquestion is not None and a.subquestion == b.subquestion and va in YES_NO and vb in YES_NO:
             return Verdict(va != vb, f"sub-question {a.subquestion}: {va} vs {vb}")
         if not (a.structured and b.structured):
             return None
@@ -217,11 +208,6 @@ def check_against_facts(statement: Statement, facts: Iterable[Statement], rules:
         elif statement.relation in rules.functional:
             supports.append(fact)
     return FactCheck(tuple(conflicts), tuple(supports))
-
-
-def weakest(statements: Iterable[Statement]) -> Statement:
-    """The statement to give up first: lowest confidence, then the latest to enter."""
-    return min(statements, key=lambda s: (s.confidence, -(s.time if s.time is not None else -1)))
 
 
 def quickxplain(items: Sequence[Statement], consistent: Callable[[Sequence[Statement]], bool]) -> list[Statement]:

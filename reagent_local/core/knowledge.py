@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Protocol
 
-from .errors import LogError
+from ..dates import parse_quantity
+from ..errors import LogError
 from .relations import ALL_RELATIONS, NUMERIC_TOLERANCE
 
 # Event types that change a knowledge state (the fold's whole vocabulary).
@@ -29,14 +29,6 @@ ROLLBACK_GLOBAL = "rollback_global"
 STATE_EVENTS = frozenset({ASSERT, RETRACT, CHECKPOINT, ROLLBACK_LOCAL, ROLLBACK_GLOBAL})
 
 KNOWN_RELATIONS = ALL_RELATIONS | frozenset(NUMERIC_TOLERANCE)
-
-_SCALES = {"thousand": 1e3, "million": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9}
-_QUANTITY = re.compile(
-    r"^\s*(?P<sign>[-+]?)(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)\s*"
-    r"(?:(?P<scale>thousand|million|billion|mn|bn)(?![a-z]))?\s*"
-    r"(?P<unit>%|[^\W\d_][^\d]*?[23]?)?\s*$",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -60,18 +52,6 @@ class Statement:
     def structured(self) -> bool:
         """True when subject, relation and value are all known."""
         return self.subject is not None and self.relation is not None and self.value is not None
-
-
-def parse_quantity(value: str) -> tuple[float | None, str | None]:
-    """'508,000' -> (508000.0, None); '1.6 million people' -> (1600000.0, 'people'); text -> (None, None)."""
-    match = _QUANTITY.match(value)
-    if match is None:
-        return None, None
-    number = float(match["num"].replace(",", "")) * _SCALES.get((match["scale"] or "").lower(), 1.0)
-    if match["sign"] == "-":
-        number = -number
-    unit = (match["unit"] or "").strip().lower() or None
-    return number, unit
 
 
 def _content_id(fields: Mapping[str, Any]) -> str:
@@ -115,7 +95,7 @@ def make_statement(
     if not (0.0 <= float(confidence) <= 1.0) or math.isnan(float(confidence)):
         raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
     prov = tuple((str(pid), float(score)) for pid, score in provenance)
-    number, unit = parse_quantity(value) if value is not None else (None, None)
+    number, unit = (parse_quantity(value) if value is not None else None) or (None, None)
     content = {"text": text, "subject": subject, "relation": relation, "value": value,
                "subquestion": subquestion, "provenance": prov}
     return Statement(

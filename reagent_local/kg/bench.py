@@ -21,9 +21,9 @@ import numpy as np
 
 from ..config import Config
 from ..errors import ReagentError
-from .dates import MONTHS
+from ..dates import display_date, iso_parts
+from ..text import fold
 from .lookup import NoKnowledgeGraphError, open_index_graph
-from .search import fold
 from .store import KnowledgeGraph, Triple
 
 NOTE = ("template questions built from the graph itself: an upper bound on what the graph can add "
@@ -89,16 +89,13 @@ def template_questions(graph: KnowledgeGraph, limit: int | None = None) -> list[
 
 def _date_forms(iso: str) -> list[str]:
     """``1809-02-12`` -> ``February 12, 1809`` and ``12 February 1809``; ``1709-04`` -> ``April 1709``."""
-    match = re.fullmatch(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?", iso)
-    if not match:  # years BC (astronomical "-0383"): the value text is already "384 BC"
+    parts = iso_parts(iso)
+    if parts is None or parts[0] <= 0:  # years BC (astronomical "-0383"): the value text is already "384 BC"
         return []
-    year, month, day = match.groups()
-    if month is None:
-        return [str(int(year))]
-    name = MONTHS[int(month) - 1]
-    if day is None:
-        return [f"{name} {int(year)}"]
-    return [f"{name} {int(day)}, {int(year)}", f"{int(day)} {name} {int(year)}"]
+    year, month, day = parts
+    if month is None or day is None:
+        return [display_date(year, month, None)]
+    return [display_date(year, month, day), display_date(year, month, day, day_first=True)]
 
 
 def answer_forms(triple: Triple) -> set[str]:

@@ -14,8 +14,8 @@ import duckdb
 
 from ..errors import IndexBuildError
 from ..retrieval.wikidump import RawPage, iter_pages
+from ..text import fold
 from .infobox import Extractor
-from .search import fold
 from .values import canonical_title
 from .store import INDEXES, KG_FILENAME, SCHEMA, SCHEMA_VERSION, TRIPLE_COLUMNS, Triple
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import TYPE_CHECKING, Sequence
 
+from ..text import fold
 from .relations import QUESTION_CUES, WHEN_RELATIONS, WHERE_RELATIONS, is_canonical
 
 if TYPE_CHECKING:
@@ -17,14 +17,6 @@ _STOPWORDS = frozenset(
     "whose when where why how did does do it its this that these those as his her their he she they "
     "i you we us our me my one not no yes many much".split()
 )
-_TOKEN = re.compile(r"[^\W_]+")
-
-
-def fold(text: str) -> str:
-    """Lowercase, accents removed, punctuation to spaces: ``Núria  Espert!`` -> ``nuria espert``."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(_TOKEN.findall(stripped.casefold()))
 
 
 def question_ngrams(text: str) -> list[tuple[str, tuple[int, int]]]:

@@ -9,7 +9,8 @@ from typing import Iterator
 import duckdb
 
 from ..errors import IndexMismatchError
-from .search import fold, rank_triples, question_ngrams
+from ..text import fold
+from .search import question_ngrams, rank_triples
 
 KG_FILENAME = "kg.duckdb"
 SCHEMA_VERSION = 1

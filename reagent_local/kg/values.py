@@ -19,7 +19,7 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
-from .dates import date_from_parts
+from ..dates import date_from_parts
 
 
 @dataclass(frozen=True)
