@@ -30,7 +30,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import duckdb
 
-from .errors import LogError, RunNotFoundError
+from ..errors import LogError, RunNotFoundError
 
 # Numbered migrations: entry i brings the schema from version i to i + 1. Append only.
 MIGRATIONS: list[tuple[str, list[str]]] = [
