@@ -15,7 +15,9 @@ import argparse
 import json
 from pathlib import Path
 
+from reagent_local.core import events as ev
 from reagent_local.core.log import EventLog
+from reagent_local.trace.describe import summarize
 
 
 def main() -> None:
@@ -32,18 +34,29 @@ def main() -> None:
         for record in fired:
             print(f"\n{record['id']}  EM {record['em']:.0f}  {record['backtracks']}  {record['question']}")
             print(f"  gold {record['answers'][:1]}  final {record['prediction']!r}")
-            answers: dict[int, list[str]] = {}
-            for event in log.events(record["run_id"]):
-                payload = event.payload
-                if event.type == "message" and payload.get("kind") == "assert":
-                    inner = payload.get("payload") or {}
-                    answers.setdefault(int(inner.get("step", -1)), []).append(str(inner.get("answer")))
-                elif event.type in ("rollback_local", "rollback_global"):
-                    print(f"  {event.type}: {str(payload.get('reason', ''))[:110]}")
-                elif event.type in ("override", "fallback_answer", "skipped"):
-                    print(f"  {event.type}: {json.dumps(payload, ensure_ascii=False)[:110]}")
-            for step, said in sorted(answers.items()):
+            bodies = [ev.decode(event) for event in log.events(record["run_id"])]
+            for body in bodies:
+                if isinstance(body, (ev.RollbackLocal, ev.RollbackGlobal)):
+                    print(f"  {body.KIND}: {body.reason[:110]}")
+                elif isinstance(body, (ev.Override, ev.FallbackAnswer, ev.Skipped, ev.ConflictSet, ev.RuleFired)) or (
+                        isinstance(body, ev.Signal) and body.fired):
+                    print(f"  {summarize(body)[:130]}")
+            for step, said in sorted(step_answers(bodies).items()):
                 print(f"  step {step + 1}: {' -> '.join(repr(a) for a in said)}")
+
+
+def step_answers(bodies: list[ev.Body]) -> dict[int, list[str]]:
+    """Each step's answers in the order they were tried: from 'decision' events, or (older logs) assert messages."""
+    answers: dict[int, list[str]] = {}
+    decisions = [b for b in bodies if isinstance(b, ev.Decision)]
+    if decisions:
+        for d in decisions:
+            answers.setdefault(d.step, []).append(d.answer)
+        return answers
+    for body in bodies:
+        if isinstance(body, ev.Message) and body.kind == "assert" and isinstance(body.payload.get("step"), int):
+            answers.setdefault(body.payload["step"], []).append(str(body.payload.get("answer")))
+    return answers
 
 
 if __name__ == "__main__":

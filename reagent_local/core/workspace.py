@@ -12,15 +12,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Mapping
 
+from . import events as ev
 from .channel import LogicalClock
 from .conflicts import Verdict
-from .knowledge import (
-    ASSERT, RETRACT, ROLLBACK_GLOBAL, ROLLBACK_LOCAL, STATE_EVENTS, KnowledgeState, Statement,
-    StateFolder, discarded_between, fold, statement_to_dict, with_time,
-)
+from .knowledge import STATE_EVENTS, KnowledgeState, Statement, StateFolder, discarded_between, fold, with_time
 from .log import Checkpoint, Event, EventLog
 
-JUDGEMENT = "judgement"
+JUDGEMENT = ev.Judgement.KIND
 SYSTEM = "system"
 
 
@@ -55,8 +53,20 @@ class Workspace:
         self._events.append(event)
         return event
 
+    def _log(self, agent: str, body: ev.EventBody, parent_seq: int | None, time: int | None = None) -> Event:
+        return self._append(body.KIND, agent, body.to_payload(), parent_seq, time)
+
+    def record(self, agent: str, body: ev.EventBody, parent_seq: int | None = None) -> Event:
+        """Log a typed event that does not change the knowledge state (see core/events.py)."""
+        if not isinstance(body, ev.EventBody) or ev.EVENT_TYPES.get(body.KIND) is not type(body):
+            raise TypeError(f"record() takes a typed event of reagent_local.core.events, got {body!r}")
+        if body.KIND in STATE_EVENTS:
+            raise ValueError(f"{body.KIND!r} changes the state: use the Workspace method for it")
+        with self._lock:
+            return self._log(agent, body, parent_seq)
+
     def note(self, agent: str, kind: str, payload: Mapping[str, Any], parent_seq: int | None = None) -> Event:
-        """Log an event that does not change the knowledge state (message, round, judge, decomposition, ...)."""
+        """Log an untyped event (kept until every writer uses ``record``)."""
         if kind in STATE_EVENTS:
             raise ValueError(f"{kind!r} changes the state: use the Workspace method for it")
         with self._lock:
@@ -64,10 +74,8 @@ class Workspace:
 
     def record_judgement(self, agent: str, a: Statement, b: Statement, verdict: Verdict, cached: bool) -> Event:
         """Log one judge result (a ConflictChecker ``on_judgement`` hook: ``partial(ws.record_judgement, agent)``)."""
-        return self.note(agent, JUDGEMENT, {
-            "a": [a.agent, a.id], "b": [b.agent, b.id], "a_text": a.text, "b_text": b.text,
-            "conflict": verdict.conflict, "reason": verdict.reason, "cached": cached,
-        })
+        return self.record(agent, ev.Judgement(a=(a.agent, a.id), b=(b.agent, b.id), a_text=a.text, b_text=b.text,
+                                               conflict=verdict.conflict, reason=verdict.reason, cached=cached))
 
     def events(self) -> list[Event]:
         """Every event of this run so far, in order."""
@@ -80,7 +88,7 @@ class Workspace:
             if self._folder.holds(agent, statement.id):
                 raise ValueError(f"{agent} already holds statement {statement.id} ({statement.text!r})")
             stamped = with_time(statement, agent, self.clock.tick())
-            self._append(ASSERT, agent, {"statement": statement_to_dict(stamped)}, parent_seq, time=stamped.time)
+            self._log(agent, ev.Assert(statement=stamped), parent_seq, time=stamped.time)
             return stamped
 
     def retract(self, agent: str, statement_id: str, reason: str, parent_seq: int | None = None) -> Statement:
@@ -89,7 +97,7 @@ class Workspace:
             if not self._folder.holds(agent, statement_id):
                 raise ValueError(f"{agent} does not hold statement {statement_id}")
             statement = self._folder.get(agent, statement_id)
-            self._append(RETRACT, agent, {"statement_id": statement_id, "reason": reason}, parent_seq)
+            self._log(agent, ev.Retract(statement_id=statement_id, reason=reason), parent_seq)
             return statement
 
     def checkpoint(self, label: str, agent: str = SYSTEM) -> Checkpoint:
@@ -98,6 +106,8 @@ class Workspace:
             event, checkpoint = self.log.add_checkpoint(
                 self.run_id, time=self.clock.tick(), label=label, snapshot=self._folder.state().to_snapshot(),
                 agent=agent)
+            # EventLog writes this payload inside its transaction: check it still fits the typed event
+            ev.decode(event, strict=True)
             self._folder.apply(event)
             self._events.append(event)
             self._checkpoints[checkpoint.id] = checkpoint
@@ -116,10 +126,9 @@ class Workspace:
             ids_after = {s.id for s in target}
             ids_before = {s.id for s in before}
             discarded = [s for s in before if s.id not in ids_after]
-            self._append(ROLLBACK_LOCAL, agent, {
-                "checkpoint_id": checkpoint_id, "reason": reason,
-                "discarded": [s.id for s in discarded], "restored": [s.id for s in target if s.id not in ids_before],
-            }, parent_seq)
+            self._log(agent, ev.RollbackLocal(
+                checkpoint_id=checkpoint_id, reason=reason, discarded=tuple(s.id for s in discarded),
+                restored=tuple(s.id for s in target if s.id not in ids_before)), parent_seq)
             return discarded
 
     def rollback_global(self, checkpoint_id: int, reason: str, agent: str = "supervisor",
@@ -129,10 +138,9 @@ class Workspace:
             target, before = self._target(checkpoint_id), self._folder.state()
             discarded = discarded_between(before, target)
             restored = discarded_between(target, before)
-            self._append(ROLLBACK_GLOBAL, agent, {
-                "checkpoint_id": checkpoint_id, "reason": reason,
-                "discarded": [[s.agent, s.id] for s in discarded], "restored": [[s.agent, s.id] for s in restored],
-            }, parent_seq)
+            self._log(agent, ev.RollbackGlobal(
+                checkpoint_id=checkpoint_id, reason=reason, discarded=tuple((s.agent, s.id) for s in discarded),
+                restored=tuple((s.agent, s.id) for s in restored)), parent_seq)
             return discarded
 
     # -- reading -------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""One-line plain-text summaries of events, shared by the terminal and HTML views."""
+"""One-line plain-text summaries of events, shared by the terminal and HTML views and the scripts."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any, Mapping
 
+from ..core import events as ev
 from ..core.log import Checkpoint
 from .model import Entry, Item
 
@@ -25,17 +26,19 @@ def quoted(text: Any, limit: int = 90) -> str:
     return f"\"{clean(text, limit)}\""
 
 
-def _checkpoint(cid: Any, checkpoints: Mapping[int, Checkpoint]) -> str:
-    cp = checkpoints.get(int(cid)) if cid is not None else None
+def _checkpoint(cid: int, checkpoints: Mapping[int, Checkpoint]) -> str:
+    cp = checkpoints.get(cid)
     return f"checkpoint #{cid} \"{clean(cp.label)}\" (t={cp.time})" if cp else f"checkpoint #{cid}"
 
 
-def _message(item: Item) -> str:
-    p = item.payload
-    body: dict[str, Any] = p.get("payload") or {}
-    to = ", ".join(p.get("recipients") or []) or "?"
-    head = f"{item.kind} → {to}"
-    texts = [quoted(s.get("text", ""), 80) for s in p.get("statements") or []]
+def _step(step: int | None) -> str:
+    return f" step {step + 1}" if step is not None else ""
+
+
+def _message(m: ev.Message) -> str:
+    body: Mapping[str, Any] = m.payload
+    head = f"{m.kind} → {', '.join(m.recipients) or '?'}"
+    texts = [quoted(s.text, 80) for s in m.statements]
     if "subquestions" in body:
         subs = "; ".join(f"{i}. {clean(q, 70)}" for i, q in enumerate(body["subquestions"], 1))
         return f"{head}: sub-questions {subs}"
@@ -49,58 +52,102 @@ def _message(item: Item) -> str:
             line += f"; {len(facts)} infobox facts: " + "; ".join(clean(f, 60) for f in facts[:4])
             line += " ..." if len(facts) > 4 else ""
         return line
-    if item.kind == "reject":
+    if m.kind == "reject":
         reason = body.get("reason") or body.get("escalation") or ""
         return f"{head}: {' + '.join(texts)}" + (f" — {clean(reason, 120)}" if reason else "")
     if texts:
         return f"{head}: {' + '.join(texts)}"
     if "answer" in body:
         return f"{head}: answer {quoted(body['answer'])}"
-    return f"{head}: {clean(json.dumps(body, ensure_ascii=False), 120)}"
+    return f"{head}: {clean(json.dumps(body, ensure_ascii=False, default=str), 120)}"
+
+
+def _plan(p: ev.Plan) -> str:
+    steps = []
+    for i, question in enumerate(p.subquestions):
+        uses = p.depends_on[i] if i < len(p.depends_on) else ()
+        steps.append(f"{i + 1}. {clean(question, 70)}" + (f" (uses {', '.join(f'#{k + 1}' for k in uses)})" if uses else ""))
+    head = f"plan (attempt {p.attempt})" if p.attempt != 1 else "plan"
+    return f"{head}: {'; '.join(steps) or 'no steps'}" + (f" — {clean(p.reason, 100)}" if p.reason else "")
+
+
+def _signal(s: ev.Signal) -> str:
+    detail = s.detail or (json.dumps(s.values, ensure_ascii=False, default=str) if s.values else "")
+    head = f"signal {clean(s.signal)}{_step(s.step)}" + ("" if s.fired else " (no conflict)")
+    return f"{head}: {clean(detail, 140)}" if detail else head
+
+
+def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None,
+              retracted_text: str | None = None) -> str:
+    """A one-line summary of a decoded event; ``checkpoints`` and ``retracted_text`` add names where known."""
+    cps = checkpoints or {}
+    match body:
+        case ev.Message():
+            return _message(body)
+        case ev.Round():
+            return f"round {body.round}: {len(body.applied)} applied, {len(body.escalated)} escalated"
+        case ev.Checkpoint():
+            return f"checkpoint #{body.checkpoint_id} \"{clean(body.label)}\""
+        case ev.Assert():
+            return f"holds {quoted(body.statement.text)} (confidence {body.statement.confidence:.2f})"
+        case ev.Retract():
+            what = quoted(retracted_text) if retracted_text is not None else body.statement_id
+            return f"drops {what}: {clean(body.reason, 120)}"
+        case ev.RollbackLocal() | ev.RollbackGlobal():
+            scope = "LOCAL" if isinstance(body, ev.RollbackLocal) else "GLOBAL"
+            return (f"{scope} ROLLBACK to {_checkpoint(body.checkpoint_id, cps)}, "
+                    f"discards {len(body.discarded)}: {clean(body.reason, 140)}")
+        case ev.Escalate():
+            texts = " vs ".join(quoted(s.text, 60) for s in body.statements)
+            return f"escalates to {body.to}: {texts}: {clean(body.reason, 100)}"
+        case ev.Judgement():
+            verdict = "CONFLICT" if body.conflict else "compatible"
+            cached = " (cached)" if body.cached else ""
+            return f"judge: {quoted(body.a_text, 50)} vs {quoted(body.b_text, 50)} → {verdict}{cached}"
+        case ev.ConflictSet():
+            texts = ", ".join(quoted(t, 70) for t in body.texts)
+            source = f" (from {clean(body.source)})" if body.source else ""
+            redo = f"; redoes step(s) {', '.join(str(s + 1) for s in body.affected_steps)}" if body.affected_steps else ""
+            return (f"MINIMAL CONFLICT SET{source} {{{texts}}}; gives up {body.discard}: "
+                    f"{clean(body.reason, 120)}{redo}")
+        case ev.Override():
+            answer = f" {quoted(body.answer)}" if body.answer else ""
+            return f"override, step {body.step + 1}: {clean(body.decision)}{answer}"
+        case ev.FallbackAnswer():
+            if body.rejected:
+                return (f"no answer through the plan; the whole question's answer {quoted(body.rejected)} "
+                        f"was rejected: {clean(body.reason)}")
+            return f"no answer through the plan; answered the whole question: {quoted(body.answer)}"
+        case ev.Skipped():
+            return f"skips step {body.step + 1}: {clean(body.reason)}"
+        case ev.BudgetExhausted():
+            return f"budget exhausted ({clean(body.what)}); best answer {quoted(body.answer)}"
+        case ev.InvalidOutput() | ev.LLMError() | ev.DecompositionFailed():
+            return f"{body.KIND.replace('_', ' ')}: {clean(body.error, 140)}"
+        case ev.Plan():
+            return _plan(body)
+        case ev.Decision():
+            reasons = f" — {clean('; '.join(body.reasons), 120)}" if body.reasons else ""
+            return (f"decision step {body.step + 1}: {body.decision.replace('_', ' ')} {quoted(body.answer, 60)} "
+                    f"(confidence {body.confidence:.2f}){reasons}")
+        case ev.RuleFired():
+            where = clean(body.stage) + (f", step {body.step + 1}" if body.step is not None else "")
+            return f"rule {clean(body.rule)} fired ({where})" + (f": {clean(body.detail, 120)}" if body.detail else "")
+        case ev.Signal():
+            return _signal(body)
+        case ev.Answer():
+            line = f"answer {quoted(body.answer)}"
+            line += f" (uncertain: {clean(body.reason) or 'yes'})" if body.uncertain else ""
+            return line + (f"; rules: {', '.join(clean(r) for r in body.rules)}" if body.rules else "")
+        case ev.UnknownEvent():
+            bad = f" (unreadable: {clean(body.error, 60)})" if body.error else ""
+            return f"{body.kind}{bad}: {clean(json.dumps(body.payload, ensure_ascii=False, default=str), 140)}"
+    return f"{body.KIND}: {clean(json.dumps(body.to_payload(), ensure_ascii=False, default=str), 140)}"
 
 
 def describe(item: Item, entries: Mapping[int, Entry], checkpoints: Mapping[int, Checkpoint]) -> str:
-    """A one-line summary of an event."""
-    p, kind = item.payload, item.type
-    if kind == "message":
-        return _message(item)
-    if kind == "round":
-        applied, escalated = len(p.get("applied") or []), len(p.get("escalated") or [])
-        return f"round {p.get('round')}: {applied} applied, {escalated} escalated"
-    if kind == "checkpoint":
-        return f"checkpoint #{p.get('checkpoint_id')} \"{clean(p.get('label', ''))}\""
-    if kind == "assert":
-        s = p.get("statement") or {}
-        return f"holds {quoted(s.get('text', ''))} (confidence {float(s.get('confidence', 1.0)):.2f})"
-    if kind == "retract":
-        entry = entries.get(item.entries[0]) if item.entries else None
-        what = quoted(entry.text) if entry else str(p.get("statement_id"))
-        return f"drops {what}: {clean(p.get('reason', ''), 120)}"
-    if kind in ("rollback_local", "rollback_global"):
-        scope = "LOCAL" if kind == "rollback_local" else "GLOBAL"
-        return (f"{scope} ROLLBACK to {_checkpoint(p.get('checkpoint_id'), checkpoints)}, "
-                f"discards {len(item.entries)}: {clean(p.get('reason', ''), 140)}")
-    if kind == "escalate":
-        texts = " vs ".join(quoted(s.get("text", ""), 60) for s in p.get("statements") or [])
-        return f"escalates to {p.get('to', 'supervisor')}: {texts}: {clean(p.get('reason', ''), 100)}"
-    if kind == "judgement":
-        verdict = "CONFLICT" if p.get("conflict") else "compatible"
-        cached = " (cached)" if p.get("cached") else ""
-        return f"judge: {quoted(p.get('a_text', ''), 50)} vs {quoted(p.get('b_text', ''), 50)} → {verdict}{cached}"
-    if kind == "conflict_set":
-        texts = ", ".join(quoted(t, 70) for t in p.get("texts") or [])
-        return (f"MINIMAL CONFLICT SET {{{texts}}}; gives up {p.get('discard')}: {clean(p.get('reason', ''), 120)}")
-    if kind == "override":
-        answer = f" {quoted(p['answer'])}" if p.get("answer") else ""
-        return f"override, step {int(p.get('step', 0)) + 1}: {clean(p.get('decision', ''))}{answer}"
-    if kind == "fallback_answer":
-        if p.get("rejected"):
-            return f"no answer through the plan; the whole question's answer {quoted(p['rejected'])} was rejected: {clean(p.get('reason', ''))}"
-        return f"no answer through the plan; answered the whole question: {quoted(p.get('answer', ''))}"
-    if kind == "skipped":
-        return f"skips step {int(p.get('step', 0)) + 1}: {clean(p.get('reason', ''))}"
-    if kind == "budget_exhausted":
-        return f"budget exhausted ({clean(p.get('what', ''))}); best answer {quoted(p.get('answer', ''))}"
-    if kind in ("invalid_output", "llm_error", "decomposition_failed"):
-        return f"{kind.replace('_', ' ')}: {clean(p.get('error', ''), 140)}"
-    return f"{kind}: {clean(json.dumps(p, ensure_ascii=False), 140)}"
+    """A one-line summary of a trace item (its event decoded, with the names the trace knows)."""
+    body = ev.decode(item)
+    entry = entries.get(item.entries[0]) if item.entries else None
+    text = entry.text if isinstance(body, ev.Retract) and entry is not None else None
+    return summarize(body, checkpoints, text)

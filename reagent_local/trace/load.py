@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core import events as ev
 from ..core.log import Checkpoint, Event, EventLog
-from .describe import describe
+from .describe import summarize
 from .model import (
     AGENT_ORDER, DISCARDED, HELD, RETRACTED, CheckpointMark, ConflictSet, Entry, FinalAnswer, Item, LLMCallInfo,
     Passage, Rollback, RunSummary, Trace,
@@ -41,7 +42,8 @@ def load_trace(log: EventLog, run_id: str) -> Trace:
                         reason=str(stats.get("uncertain_reason") or ""),
                         subquestions=list(stats.get("subquestions") or []),
                         held=sorted(e.seq for e in builder.held.values()),
-                        passages=list(stats.get("passages") or []))
+                        passages=list(stats.get("passages") or []),
+                        rules=list(builder.answer.rules) if builder.answer else [])
     items = list(builder.items.values())
     return Trace(run=RunSummary.from_row(row), items=items, entries=builder.entries,
                  checkpoints=[_checkpoint_mark(c, builder.cp_agent.get(c.id, "system")) for c in checkpoints],
@@ -62,26 +64,27 @@ class _Builder:
         self.rollbacks: list[Rollback] = []
         self.passages: dict[str, Passage] = {}
         self.round_of: dict[int, int] = {}
-        self._conflicts: list[Item] = []
+        self._conflicts: list[tuple[Item, ev.ConflictSet]] = []
+        self.answer: ev.Answer | None = None
 
     def add(self, e: Event) -> None:
-        p = e.payload
-        item = Item(seq=e.seq, time=e.time, agent=e.agent, type=e.type, kind=str(p.get("kind") or e.type)
-                    if e.type == "message" else e.type, summary="", payload=p, parent_seq=e.parent_seq)
+        body = ev.decode(e)
+        item = Item(seq=e.seq, time=e.time, agent=e.agent, type=e.type,
+                    kind=body.kind if isinstance(body, ev.Message) else e.type, summary="", payload=e.payload,
+                    parent_seq=e.parent_seq)
         self.items[e.seq] = item
         handler = getattr(self, "_on_" + e.type, None)
-        if handler is not None:
-            handler(e, item)
-        item.summary = describe(item, self.entries, self.cp_rows)
+        if handler is not None and not isinstance(body, ev.UnknownEvent):
+            handler(e, body, item)
+        retracted = self.entries[item.entries[0]].text if isinstance(body, ev.Retract) and item.entries else None
+        item.summary = summarize(body, self.cp_rows, retracted)
 
     # -- state events ------------------------------------------------------------
-    def _on_assert(self, e: Event, item: Item) -> None:
-        s = e.payload["statement"]
-        entry = Entry(seq=e.seq, time=e.time, agent=e.agent, id=s["id"], text=s["text"],
-                      subquestion=s.get("subquestion"), subject=s.get("subject"), relation=s.get("relation"),
-                      value=s.get("value"), confidence=float(s.get("confidence", 1.0)),
-                      provenance=[(str(pid), float(score)) for pid, score in s.get("provenance") or []],
-                      message_seq=e.parent_seq)
+    def _on_assert(self, e: Event, body: ev.Assert, item: Item) -> None:
+        s = body.statement
+        entry = Entry(seq=e.seq, time=e.time, agent=e.agent, id=s.id, text=s.text, subquestion=s.subquestion,
+                      subject=s.subject, relation=s.relation, value=s.value, confidence=s.confidence,
+                      provenance=list(s.provenance), message_seq=e.parent_seq)
         self.entries[e.seq] = entry
         self.held[(e.agent, entry.id)] = entry
         item.entries.append(e.seq)
@@ -89,30 +92,29 @@ class _Builder:
         if e.parent_seq in self.items:
             self.items[e.parent_seq].entries.append(e.seq)
 
-    def _on_retract(self, e: Event, item: Item) -> None:
-        entry = self.held.pop((e.agent, e.payload["statement_id"]), None)
+    def _on_retract(self, e: Event, body: ev.Retract, item: Item) -> None:
+        entry = self.held.pop((e.agent, body.statement_id), None)
         if entry is not None:
-            entry.fate, entry.ended_seq, entry.ended_reason = RETRACTED, e.seq, str(e.payload.get("reason", ""))
+            entry.fate, entry.ended_seq, entry.ended_reason = RETRACTED, e.seq, body.reason
             item.entries.append(entry.seq)
 
-    def _on_checkpoint(self, e: Event, item: Item) -> None:
-        cid = int(e.payload["checkpoint_id"])
+    def _on_checkpoint(self, e: Event, body: ev.Checkpoint, item: Item) -> None:
+        cid = body.checkpoint_id
         self.snapshots[cid] = dict(self.held)
         self.cp_agent[cid] = e.agent
         item.checkpoint_id = cid
 
-    def _on_rollback_local(self, e: Event, item: Item) -> None:
-        self._rollback(e, item, lambda key: key[0] == e.agent, "local")
+    def _on_rollback_local(self, e: Event, body: ev.RollbackLocal, item: Item) -> None:
+        self._rollback(e, body, item, lambda key: key[0] == e.agent, "local")
 
-    def _on_rollback_global(self, e: Event, item: Item) -> None:
-        self._rollback(e, item, lambda key: True, "global")
+    def _on_rollback_global(self, e: Event, body: ev.RollbackGlobal, item: Item) -> None:
+        self._rollback(e, body, item, lambda key: True, "global")
 
-    def _rollback(self, e: Event, item: Item, affected, scope: str) -> None:
-        cid = int(e.payload["checkpoint_id"])
+    def _rollback(self, e: Event, body: ev.RollbackLocal | ev.RollbackGlobal, item: Item, affected, scope: str) -> None:
+        cid, reason = body.checkpoint_id, body.reason
         target = {k: v for k, v in self.snapshots.get(cid, {}).items() if affected(k)}
         discarded = [v for k, v in self.held.items() if affected(k) and target.get(k) is not v]
         restored = [v for k, v in target.items() if self.held.get(k) is not v]
-        reason = str(e.payload.get("reason", ""))
         for entry in discarded:
             entry.fate, entry.ended_seq, entry.ended_reason = DISCARDED, e.seq, reason
             self._mark_abandoned(entry)
@@ -135,40 +137,40 @@ class _Builder:
             message.abandoned = True
 
     # -- other events ----------------------------------------------------------------
-    def _on_message(self, e: Event, item: Item) -> None:
-        body = e.payload.get("payload") or {}
-        for p in body.get("passages") or []:
+    def _on_message(self, e: Event, body: ev.Message, item: Item) -> None:
+        for p in body.payload.get("passages") or []:
             pid = str(p.get("id"))
             item.passages.append(pid)
             if pid not in self.passages:
                 self.passages[pid] = Passage(id=pid, title=str(p.get("title", "")), text=str(p.get("text", "")),
                                              score=p.get("score"), suspicious=bool(p.get("suspicious")))
         if not item.passages:
-            statements = e.payload.get("statements") or []
-            item.passages = [str(pid) for s in statements for pid, _ in s.get("provenance") or []]
+            item.passages = [pid for s in body.statements for pid, _ in s.provenance]
 
-    def _on_round(self, e: Event, item: Item) -> None:
-        number = int(e.payload.get("round", 0))
-        for seq in e.payload.get("messages") or []:
+    def _on_round(self, e: Event, body: ev.Round, item: Item) -> None:
+        number = body.round
+        for seq in body.messages:
             self.round_of[seq] = number
             if seq in self.items:
                 self.items[seq].round = number
         item.round = number
 
-    def _on_conflict_set(self, e: Event, item: Item) -> None:
-        self._conflicts.append(item)
-        if e.payload.get("checkpoint") is not None:
-            item.checkpoint_id = int(e.payload["checkpoint"])
+    def _on_conflict_set(self, e: Event, body: ev.ConflictSet, item: Item) -> None:
+        self._conflicts.append((item, body))
+        item.checkpoint_id = body.checkpoint
+
+    def _on_answer(self, e: Event, body: ev.Answer, item: Item) -> None:
+        self.answer = body
 
     def conflict_sets(self) -> list[ConflictSet]:
         """Conflict sets, each with the global rollback that followed it (if any)."""
         out = []
-        for it in self._conflicts:
-            p = it.payload
+        for it, c in self._conflicts:
             after = next((r.seq for r in self.rollbacks if r.scope == "global" and r.seq > it.seq), None)
-            out.append(ConflictSet(seq=it.seq, time=it.time, statement_ids=[str(s) for s in p.get("statements") or []],
-                                   texts=[str(t) for t in p.get("texts") or []], discard_id=p.get("discard"),
-                                   reason=str(p.get("reason", "")), checkpoint_id=it.checkpoint_id, rollback_seq=after))
+            out.append(ConflictSet(seq=it.seq, time=it.time, statement_ids=list(c.statements), texts=list(c.texts),
+                                   discard_id=c.discard, reason=c.reason, checkpoint_id=c.checkpoint,
+                                   rollback_seq=after, source=c.source, affected_steps=list(c.affected_steps),
+                                   reassert=list(c.reassert)))
         return out
 
 
@@ -206,7 +208,8 @@ def link_calls(rows: list[dict[str, Any]], events: list[Event]) -> list[LLMCallI
             for e in events:
                 if e.agent != r["agent"] or e.wall_time < r["wall_time"]:
                     continue
-                if (e.type in ("judgement", "llm_error")) if purpose == "judge" else (e.type != "judgement"):
+                judged = e.type == ev.Judgement.KIND
+                if (judged or e.type == ev.LLMError.KIND) if purpose == "judge" else not judged:
                     seq = e.seq
                     break
         prompt = r["prompt"] if isinstance(r["prompt"], list) else [{"role": "user", "content": str(r["prompt"])}]

@@ -134,6 +134,9 @@ class ConflictSet:
     reason: str
     checkpoint_id: int | None
     rollback_seq: int | None
+    source: str = ""  # who found it (channel, assembler, two-roads, ...); "" in older logs
+    affected_steps: list[int] = field(default_factory=list)  # 0-based steps solved again
+    reassert: list[str] = field(default_factory=list)  # statement ids re-asserted after the rollback
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,7 @@ class FinalAnswer:
     subquestions: list[str]
     held: list[int]  # entry seqs held at the end
     passages: list[str]
+    rules: list[str] = field(default_factory=list)  # question-shape rules named by the 'answer' event
 
 
 @dataclass

@@ -11,6 +11,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..core import events as ev
 from .describe import clean
 from .model import DISCARDED, RETRACTED, Item, RunSummary, Trace
 
@@ -19,7 +20,9 @@ AGENT_STYLE = {"decomposer": "blue", "retriever": "cyan", "verifier": "green", "
 GLYPH = {"checkpoint": ("◆", "bold cyan"), "rollback_local": ("↶", "bold yellow"),
          "rollback_global": ("↶", "bold red"), "conflict_set": ("⊗", "bold red"), "escalate": ("⚠", "red"),
          "assert": ("+", "green"), "retract": ("−", "yellow"), "judgement": ("?", ""),
-         "assert_msg": ("●", ""), "inform": ("○", ""), "reject": ("✗", "red"), "challenge": ("!", "yellow")}
+         "assert_msg": ("●", ""), "inform": ("○", ""), "reject": ("✗", "red"), "challenge": ("!", "yellow"),
+         "plan": ("≡", "blue"), "rule_fired": ("§", "magenta"), "signal": ("≠", "bold red"), "signal_quiet": ("=", "dim"),
+         "answer": ("★", "bold green"), "accept": ("✓", "green"), "retry": ("↻", "yellow"), "give_up": ("✗", "red")}
 HIDDEN = {"round"}  # a round's effects are shown as the events that follow it
 
 
@@ -63,6 +66,12 @@ def _header(trace: Trace) -> Text:
 def _glyph(item: Item) -> Text:
     key = "assert_msg" if item.type == "message" and item.kind == "assert" else (
         item.kind if item.type == "message" else item.type)
+    if item.type in (ev.Decision.KIND, ev.Signal.KIND):
+        body = ev.decode(item)
+        if isinstance(body, ev.Decision):
+            key = body.decision
+        elif isinstance(body, ev.Signal) and not body.fired:
+            key = "signal_quiet"
     glyph, style = GLYPH.get(key, ("·", "dim"))
     return Text(glyph, style=style)
 
@@ -89,7 +98,7 @@ def _fate(item: Item, trace: Trace) -> Text:
 
 def _body(item: Item, trace: Trace) -> Text:
     style = {"rollback_local": "bold yellow", "rollback_global": "bold red", "conflict_set": "bold red",
-             "checkpoint": "cyan"}.get(item.type, "")
+             "checkpoint": "cyan", "answer": "bold"}.get(item.type, "")
     text = Text(item.summary, style=style)
     if item.abandoned:
         text.stylize("dim strike")
@@ -113,14 +122,14 @@ def _details(item: Item, trace: Trace) -> list[Text]:
         if not item.entries:
             lines.append(Text("  discarded nothing", style="dim"))
     elif item.type == "conflict_set":
-        p = item.payload
-        for sid, txt in zip(p.get("statements") or [], p.get("texts") or []):
-            mark = "  ✗ given up " if sid == p.get("discard") else "  • kept     "
-            lines.append(Text(f"{mark}{sid}: \"{clean(txt, 100)}\"", style="red" if sid == p.get("discard") else ""))
-        if p.get("checkpoint") is not None:
-            cp = trace.checkpoint(int(p["checkpoint"]))
+        c = next((c for c in trace.conflict_sets if c.seq == item.seq), None)
+        for sid, txt in zip(c.statement_ids, c.texts) if c else ():
+            mark = "  ✗ given up " if sid == c.discard_id else "  • kept     "
+            lines.append(Text(f"{mark}{sid}: \"{clean(txt, 100)}\"", style="red" if sid == c.discard_id else ""))
+        if c is not None and c.checkpoint_id is not None:
+            cp = trace.checkpoint(c.checkpoint_id)
             label = f" \"{clean(cp.label)}\" (t={cp.time})" if cp else ""
-            lines.append(Text(f"  target: checkpoint #{p['checkpoint']}{label}", style="dim"))
+            lines.append(Text(f"  target: checkpoint #{c.checkpoint_id}{label}", style="dim"))
     for cid in item.calls:
         call = trace.call(cid)
         if call is not None:

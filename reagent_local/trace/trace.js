@@ -31,7 +31,10 @@
   function cut(s, n) { s = String(s || ""); return s.length > n ? s.slice(0, n - 1) + "\u2026" : s; }
   function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
   var TITLES = { rollback_local: "Local rollback", rollback_global: "Global rollback", conflict_set: "Minimal conflict set",
-    assert: "Statement enters a state", retract: "Statement retracted", judgement: "Judge result", escalate: "Escalation" };
+    assert: "Statement enters a state", retract: "Statement retracted", judgement: "Judge result", escalate: "Escalation",
+    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", answer: "Final answer" };
+  var DECISION_COLORS = { accept: "#2b8a3e", retry: "#e8890c", give_up: "#d1242f" };
+  var DECISION_GLYPHS = { accept: "\u2713", retry: "\u21bb", give_up: "\u2717" };
   function fmt(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
 
   // ---- header ---------------------------------------------------------------------------
@@ -69,7 +72,8 @@
   function shapeOf(it) {
     if (it.type === "message") return { assert: "dot", inform: "ring", reject: "diamond", challenge: "triangle" }[it.kind] || "ring";
     return { assert: "square", retract: "cross", rollback_local: "rollback", rollback_global: "rollback",
-      conflict_set: "conflict", escalate: "triangle", judgement: "small" }[it.type] || "small";
+      conflict_set: "conflict", escalate: "triangle", judgement: "small", plan: "plan", decision: "decision",
+      signal: "signal", rule_fired: "rule", answer: "star" }[it.type] || "small";
   }
   function entryLabel(e) {
     var t = e.value || (e.text.indexOf("->") >= 0 ? e.text.split("->").pop() : e.text);
@@ -91,6 +95,30 @@
       sv("circle", { r: 7, fill: "#fff8c5", class: "shape" }, g);
       var x = sv("path", { d: "M-4,-4 L4,4 M4,-4 L-4,4" }, g);
       x.style.stroke = "#9a6700"; x.style.strokeWidth = "2.4"; x.style.strokeLinecap = "round";
+    }
+    else if (kind === "plan") {
+      sv("rect", { x: -7, y: -8, width: 14, height: 16, rx: 2, fill: fill, class: "shape" }, g);
+      var lines = sv("path", { d: "M-4,-4 H4 M-4,0 H4 M-4,4 H2" }, g);
+      lines.style.stroke = "#fff"; lines.style.strokeWidth = "1.6";
+    }
+    else if (kind === "decision") {
+      var d = (it.payload || {}).decision;
+      sv("circle", { r: 9, fill: DECISION_COLORS[d] || "#57606a", class: "shape" }, g);
+      sv("text", { class: "glyph" }, g).textContent = DECISION_GLYPHS[d] || "?";
+    }
+    else if (kind === "signal") {
+      var fired = (it.payload || {}).fired !== false;
+      var hex = sv("path", { d: "M0,-8 L7,-4 L7,4 L0,8 L-7,4 L-7,-4 Z", class: "shape" }, g);
+      hex.style.fill = fired ? "#cf222e" : "#fff"; hex.style.stroke = fired ? "#fff" : "#8c959f";
+      hex.style.strokeWidth = fired ? "1.5" : "2";
+    }
+    else if (kind === "rule") {
+      var r = sv("rect", { x: -5, y: -5, width: 10, height: 10, class: "shape", transform: "rotate(45)" }, g);
+      r.style.fill = "#fff"; r.style.stroke = "#8250df"; r.style.strokeWidth = "2.2";
+    }
+    else if (kind === "star") {
+      sv("path", { d: "M0,-10 L2.9,-3.1 L9.5,-3.1 L4.2,1.2 L6.2,8.1 L0,4 L-6.2,8.1 L-4.2,1.2 L-9.5,-3.1 L-2.9,-3.1 Z",
+        fill: "#1a7f37", class: "shape" }, g);
     }
     else if (kind === "rollback" || kind === "conflict") {
       var f = kind === "conflict" ? "#8250df" : (it.type === "rollback_local" ? "#e8890c" : "#d1242f");
@@ -342,6 +370,10 @@
         box.appendChild(card);
       });
       add(box, el("p", "small", "Reason: " + c.reason));
+      if (c.source) add(box, el("p", "small", "Found by: " + c.source));
+      if (c.affected_steps.length) add(box, el("p", "small", "Steps solved again: " +
+        c.affected_steps.map(function (s) { return s + 1; }).join(", ")));
+      if (c.reassert.length) add(box, el("p", "small", "Re-asserted after the rollback: " + c.reassert.join(", ")));
       if (c.rollback_seq !== null) add(box, jumpButton("\u21b6 the global rollback that followed (t=" + items[c.rollback_seq].time + ")", c.rollback_seq, "global"));
     } else if (it.entries.length) {
       add(box, el("h3", null, it.type === "retract" ? "Statement taken out" : "Statement"));
@@ -363,6 +395,7 @@
       var ol = add(box, el("ol"));
       body.subquestions.forEach(function (q) { add(ol, el("li", null, q)); });
     }
+    typedDetails(box, it);
     if (it.type === "judgement") {
       add(box, el("h3", null, "Pair judged"));
       add(box, el("div", "card", it.payload.a_text));
@@ -376,6 +409,51 @@
     var raw = add(box, el("details", "raw"));
     add(raw, el("summary", null, "raw event payload"));
     add(raw, el("pre", null, JSON.stringify(it.payload, null, 2)));
+  }
+
+  // the loop's typed events (core/events.py): plan, decision, signal, rule_fired, answer
+  function pairs(box, rows) {
+    var ul = add(box, el("ul"));
+    rows.forEach(function (r) {
+      if (r[1] === "" || r[1] === null || r[1] === undefined) return;
+      var li = add(ul, el("li"));
+      add(li, el("b", null, r[0] + ": "));
+      li.appendChild(document.createTextNode(String(r[1])));
+    });
+  }
+  function typedDetails(box, it) {
+    var p = it.payload || {};
+    if (it.type === "plan") {
+      add(box, el("h3", null, "Sub-questions" + (p.attempt > 1 ? " (attempt " + p.attempt + ")" : "")));
+      var ol = add(box, el("ol"));
+      (p.subquestions || []).forEach(function (q, i) {
+        var uses = (p.depends_on || [])[i] || [];
+        add(ol, el("li", null, q + (uses.length ? "  (uses " + uses.map(function (k) { return "#" + (k + 1); }).join(", ") + ")" : "")));
+      });
+      if (p.reason) add(box, el("p", "small", "Why: " + p.reason));
+    } else if (it.type === "decision") {
+      pairs(box, [["step", p.step + 1], ["decision", String(p.decision || "").replace(/_/g, " ")], ["answer", p.answer],
+        ["confidence", fmt(p.confidence, 2)], ["query", p.query]]);
+      if ((p.reasons || []).length) {
+        add(box, el("h3", null, "Reasons"));
+        var ul = add(box, el("ul"));
+        p.reasons.forEach(function (r) { add(ul, el("li", null, r)); });
+      }
+    } else if (it.type === "signal") {
+      pairs(box, [["signal", p.signal], ["fired", p.fired ? "yes: a conflict" : "no"],
+        ["step", p.step === null || p.step === undefined ? "" : p.step + 1], ["detail", p.detail]]);
+      var keys = Object.keys(p.values || {});
+      if (keys.length) {
+        add(box, el("h3", null, "Values compared"));
+        pairs(box, keys.map(function (k) { var v = p.values[k]; return [k, typeof v === "string" ? v : JSON.stringify(v)]; }));
+      }
+    } else if (it.type === "rule_fired") {
+      pairs(box, [["rule", p.rule], ["stage", p.stage], ["step", p.step === null || p.step === undefined ? "" : p.step + 1],
+        ["detail", p.detail]]);
+    } else if (it.type === "answer") {
+      pairs(box, [["answer", p.answer], ["uncertain", p.uncertain ? "yes" + (p.reason ? ": " + p.reason : "") : "no"],
+        ["rules", (p.rules || []).join(", ")]]);
+    }
   }
 
   // ---- summary -----------------------------------------------------------------------------
@@ -410,15 +488,17 @@
     var box = document.getElementById("legend");
     [["dot", "assert message"], ["ring", "inform"], ["diamond", "reject"], ["triangle", "challenge / escalate"],
      ["square", "statement enters a state"], ["cross", "retract"], ["rollback", "rollback (amber local, red global)"],
-     ["conflict", "conflict set"],
+     ["conflict", "conflict set"], ["plan", "plan"], ["decision", "decision (accept / retry / give up)"],
+     ["signal", "conflict signal (red: fired)"], ["rule", "rule fired"], ["star", "final answer"],
      ["flag", "checkpoint"], ["grey", "abandoned"]].forEach(function (p) {
       var s = add(box, el("span"));
       var g = sv("svg", { width: 18, height: 18, viewBox: "-9 -9 18 18" }, s);
       if (p[0] === "flag") sv("rect", { x: -8, y: -6, width: 16, height: 12, rx: 3, fill: "#0a7ea4" }, g);
       else if (p[0] === "grey") sv("circle", { r: 6, fill: "#d5d9de", stroke: "#9aa1a9", "stroke-dasharray": "2 2" }, g);
       else {
-        var types = { rollback: "rollback_global", conflict: "conflict_set", square: "assert", cross: "retract" };
-        var fake = { type: types[p[0]] || "message",
+        var types = { rollback: "rollback_global", conflict: "conflict_set", square: "assert", cross: "retract",
+          plan: "plan", decision: "decision", signal: "signal", rule: "rule_fired", star: "answer" };
+        var fake = { type: types[p[0]] || "message", payload: { decision: "retry", fired: true },
           kind: { dot: "assert", ring: "inform", diamond: "reject", triangle: "challenge" }[p[0]] };
         var inner = sv("g", { transform: p[0] === "rollback" || p[0] === "conflict" ? "scale(0.75)" : "scale(1)" }, g);
         drawShape(inner, fake, "#57606a");
