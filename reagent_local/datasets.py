@@ -81,7 +81,8 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _detect(records: list[dict[str, Any]]) -> str | None:
+def detect_records(records: list[dict[str, Any]]) -> str | None:
+    """The benchmark whose layout the first record has ("hotpotqa", "2wiki", "musique"), or None."""
     first = records[0]
     if "paragraphs" in first:
         return "musique"
@@ -94,7 +95,7 @@ def _detect(records: list[dict[str, Any]]) -> str | None:
 
 def detect_dataset(path: Path) -> str:
     """Name the benchmark a file belongs to ("hotpotqa", "2wiki" or "musique")."""
-    found = _detect(_read_records(path))
+    found = detect_records(_read_records(path))
     if found is None:
         raise _bad(path, "its records match none of HotpotQA, 2WikiMultiHopQA, MuSiQue")
     return found
@@ -175,7 +176,7 @@ def load_questions(path: Path, dataset: str | None = None, *, answerable_only: b
     if dataset is not None and dataset not in DATASETS:
         raise DatasetFormatError(f"unknown dataset {dataset!r}", hint=f"choose one of {', '.join(DATASETS)}")
     records = _read_records(path)
-    detected = _detect(records)
+    detected = detect_records(records)
     if detected is None:
         raise _bad(path, "its records match none of HotpotQA, 2WikiMultiHopQA, MuSiQue", dataset)
     if dataset is not None and detected != dataset and not {detected, dataset} <= {"hotpotqa", "2wiki"}:

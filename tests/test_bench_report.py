@@ -60,8 +60,21 @@ def test_summary_averages_and_changes(run_folder: Path) -> None:
     assert change == {"id": "b", "gold": "gold b", "reagent-none": "wrong", "reagent-both": "gold b", "f1_change": 1.0}
     assert json.loads((run_folder / "summary.json").read_text()) == summary
     # reagent-both got b right where rag did not; both got a right
-    assert summary["head_to_head"]["reagent-both vs rag"] == {"questions": 2, "wins": ["b"], "losses": []}
-    assert summary["head_to_head"]["reagent-none vs rag"] == {"questions": 2, "wins": [], "losses": []}
+    duels = summary["head_to_head"]
+    assert list(duels) == ["reagent-none vs rag", "reagent-none vs reagent-both", "reagent-both vs rag"]
+    assert duels["reagent-both vs rag"] == {
+        "questions": 2,
+        "f1": {"wins": 1, "losses": 0, "ties": 1, "p_value": 1.0, "won": ["b"], "lost": []},
+        "em": {"wins": 1, "losses": 0, "ties": 1, "p_value": 1.0, "won": ["b"], "lost": []},
+    }
+    assert duels["reagent-none vs rag"]["f1"] == {"wins": 0, "losses": 1, "ties": 1, "p_value": 1.0, "won": [],
+                                                  "lost": ["b"]}
+    assert duels["reagent-none vs rag"]["em"]["ties"] == 2
+    # old records (no backtracking fields): it fired on b, the answer before it is unknown
+    assert summary["backtracking"] == {"reagent-both": {"questions": 2, "fired": 1, "changed": 0, "unknown": 1,
+                                                        "fixed": [], "broken": []}}
+    assert summary["against_reagent_none"]["reagent-both"] == {"questions": 2, "changed": 1, "fixed": ["b"],
+                                                                "broken": [], "delta_f1": 0.5}
 
 
 def test_markdown_table_and_chart(run_folder: Path) -> None:
@@ -71,7 +84,10 @@ def test_markdown_table_and_chart(run_folder: Path) -> None:
     assert "| reagent-none | 2 | .500 | .500 | - | .000 |" in table
     assert "reagent-none -> reagent-both: 1 answer(s) changed" in table
     assert "| b | gold b | wrong | gold b | +1.000 |" in table
-    assert "- reagent-both vs rag: 1 won, 0 lost of 2; won b" in table
+    assert ("- reagent-both vs rag (2 questions): F1 1 won, 0 lost, 1 tied, p = 1.000; EM 1 won, 0 lost, "
+            "p = 1.000; won b") in table
+    assert "| reagent-both | 2 | 1 | 0 | 0 | 0 | 1 |" in table  # backtracking: fired 1, before unknown 1
+    assert "| reagent-both | 2 | 1 | 1 | 0 | +0.500 |" in table  # against reagent-none
     assert "Code: reagent-none 0.1.0+gaaaaaaa, 0.1.0+gbbbbbbb." in table  # rag's records predate the field
     assert (run_folder / "chart.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -106,3 +122,42 @@ def test_cli_run_rejects_too_large_n(tmp_path: Path, capsys: pytest.CaptureFixtu
         main(["bench", "run", "--dataset", "hotpotqa", "--file", str(data), "--n", "5", "--out", str(tmp_path / "o")])
     assert "asked for 5 questions but the file has only 1" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_backtracking_accounting_in_the_report(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = {"dataset": "hotpotqa", "file": "/data/h.json", "seed": 13, "n": 5, "question_ids": [f"q{i}" for i in range(1, 6)],
+              "methods": ["reagent-none", "reagent-both"], "model": {"id": "m"},
+              "ids": {"file": "/splits/hotpotqa-test.txt", "sha256": "0" * 64, "count": 170}, "exclude_ids": None}
+    (folder / "config.json").write_text(json.dumps(config))
+    fired = {"backtracks": {"local": 1, "global": 0}, "backtracked": True}
+    records = [
+        rec("reagent-none", "q1", "x", 0.0, 0.0), rec("reagent-none", "q2", "gold q2", 1.0, 1.0),
+        rec("reagent-none", "q3", "gold q3", 1.0, 1.0), rec("reagent-none", "q4", "y", 0.0, 0.25),
+        rec("reagent-none", "q5", "z", 0.0, 0.0),
+        rec("reagent-both", "q1", "gold q1", 1.0, 1.0, **fired, answer_before_backtracking="x", em_before=0.0,
+            f1_before=0.0, backtracking_changed_answer=True, rules_fired=["span-check"], signals=["type"]),
+        rec("reagent-both", "q2", "gold", 0.0, 0.2, **fired, answer_before_backtracking="gold q2", em_before=1.0,
+            f1_before=1.0, backtracking_changed_answer=True, rules_fired=["span-check", "bridge"], signals=["type"]),
+        rec("reagent-both", "q3", "gold q3", 1.0, 1.0, **fired, answer_before_backtracking="Gold Q3.", em_before=1.0,
+            f1_before=1.0, backtracking_changed_answer=False),
+        rec("reagent-both", "q4", "gold y", 0.0, 0.5, backtracked=False, backtracking_changed_answer=False),
+        rec("reagent-both", "q5", "z", 0.0, 0.0, **fired, answer_before_backtracking=None),
+    ]
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = write_report(folder)
+    assert summary["backtracking"] == {"reagent-both": {"questions": 5, "fired": 4, "changed": 2, "unknown": 1,
+                                                        "fixed": ["q1"], "broken": ["q2"]}}
+    paired = summary["against_reagent_none"]["reagent-both"]
+    # F1 changes: +1, -0.8, 0, +0.25, 0 -> mean 0.09
+    assert paired == {"questions": 5, "changed": 3, "fixed": ["q1"], "broken": ["q2"], "delta_f1": pytest.approx(0.09)}
+    assert summary["methods"]["reagent-both"]["rules_fired"] == {"span-check": 2, "bridge": 1}
+    assert summary["methods"]["reagent-both"]["signals"] == {"type": 2}
+    duel = summary["head_to_head"]["reagent-none vs reagent-both"]["f1"]
+    assert (duel["wins"], duel["losses"], duel["ties"]) == (1, 2, 2) and duel["p_value"] == 1.0
+    table = (folder / "results.md").read_text()
+    assert "| reagent-both | 5 | 4 | 2 | 1 | 1 | 1 |" in table
+    assert "- reagent-both; fixed q1; broken q2" in table
+    assert "| reagent-both | 5 | 3 | 1 | 1 | +0.090 |" in table
+    assert "Questions filtered by --ids `/splits/hotpotqa-test.txt` (170 ids) before the draw." in table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -344,3 +345,73 @@ def test_reagent_methods_run_through_the_real_pipeline(driver: dict, tmp_path: P
     with EventLog(tmp_path / "run" / "events.duckdb", read_only=True) as log:
         assert log.get_run(records[0]["run_id"])["answer"] == records[0]["prediction"]
     assert outcome.summary["methods"]["reagent-both"]["em"] == 1.0
+
+
+def test_ids_filters_are_recorded_and_resume_refuses_another_selection(driver: dict, tmp_path: Path) -> None:
+    import random
+
+    keep = tmp_path / "keep.txt"
+    keep.write_text("# a split\nq1\nq2\n\nq3\nq5\nq7\n", encoding="utf-8")
+    drop = tmp_path / "drop.txt"
+    drop.write_text("q3\n", encoding="utf-8")
+    out = tmp_path / "run"
+    llm, retriever, config = driver["build"](driver["data"])
+
+    def run(**kwargs):
+        return run_benchmark("hotpotqa", driver["data"], config=config, n=3, seed=5, methods=["rag"], out=out,
+                             llm=llm, retriever=retriever, **kwargs)
+
+    run(ids=keep, exclude_ids=drop)
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["question_ids"] == random.Random(5).sample(["q1", "q2", "q5", "q7"], 3)
+    assert saved["ids"]["file"] == str(keep.resolve()) and saved["ids"]["count"] == 5
+    assert saved["exclude_ids"]["sha256"] == hashlib.sha256(b"q3\n").hexdigest()
+    assert {r["id"] for r in read_records(out / RECORDS_FILE)} == set(saved["question_ids"])
+    assert run(ids=keep, exclude_ids=drop, resume=True).new_records == 0
+    with pytest.raises(BenchRunError, match="exclude_ids.sha256: folder has '[0-9a-f]+', now None"):
+        run(ids=keep, resume=True)
+    keep.write_text("q1\nq2\nq5\nq0\n", encoding="utf-8")
+    with pytest.raises(BenchRunError, match="ids.sha256") as info:
+        run(ids=keep, exclude_ids=drop, resume=True)
+    assert "question_ids: folder has 3 questions, now 3 (1 dropped, 1 new)" in str(info.value)
+    with pytest.raises(BenchRunError, match="cannot resume"):
+        run(resume=True)  # no filter at all: another selection
+
+
+def test_old_run_folders_without_selection_fields_still_resume(driver: dict, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    driver["run"](driver["data"], out)
+    path = out / "config.json"
+    saved = json.loads(path.read_text())
+    for key in ("ids", "exclude_ids", "prebuilt_index"):
+        del saved[key]
+    path.write_text(json.dumps(saved))
+    assert driver["run"](driver["data"], out, resume=True).new_records == 0
+
+
+def test_cli_names_unknown_ids_in_one_line(driver: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from reagent_local.cli import main
+
+    ids = tmp_path / "ids.txt"
+    ids.write_text("q1\nnot-a-question\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "run", "--dataset", "hotpotqa", "--file", str(driver["data"]), "--ids", str(ids),
+              "--methods", "rag", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert info.value.code == 1 and "Traceback" not in err
+    assert "1 of 2 --ids id(s)" in err and "not-a-question" in err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(SystemExit):
+        main(["bench", "run", "--dataset", "hotpotqa", "--file", str(driver["data"]), "--exclude-ids",
+              str(tmp_path / "missing.txt")])
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_bench_run_help_lists_the_new_options() -> None:
+    from click.testing import CliRunner
+
+    from reagent_local.cli import cli
+
+    result = CliRunner().invoke(cli, ["bench", "run", "--help"])
+    assert result.exit_code == 0
+    assert "--ids" in result.output and "--exclude-ids" in result.output and "--index NAME" in result.output

@@ -99,6 +99,61 @@ def test_jsonl_and_tsv_readers(tmp_path):
                                                 Document("Bbb", "Plain text", split=False)]
 
 
+def test_json_array_reader_and_detection(tmp_path):
+    path = tmp_path / "docs.json"
+    path.write_text(json.dumps([{"title": "A", "text": "Alpha text."}, {"title": "", "text": "No title.", "id": 7}]),
+                    encoding="utf-8")
+    assert detect_format(path) == "json"
+    assert list(read_documents(path, "json")) == [Document("A", "Alpha text."), Document("", "No title.")]
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text('\ufeff [\n  {"title": "B", "text": "Beta."}\n]\n', encoding="utf-8")
+    assert detect_format(pretty) == "json" and [d.title for d in read_documents(pretty, "json")] == ["B"]
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]", encoding="utf-8")
+    assert detect_format(empty) == "json" and list(read_documents(empty, "json")) == []
+
+
+def test_json_arrays_of_benchmark_records_are_still_benchmarks(tmp_path):
+    record = {"_id": "h1", "question": "q?", "answer": "a", "type": "bridge", "level": "easy",
+              "supporting_facts": [["T", 0]], "context": [["T", ["Text."]]]}
+    path = tmp_path / "hotpot.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    assert detect_format(path) == "hotpotqa"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'[{"title": "a", "text": "b"},', "is not valid JSON"),
+        (b'{"title": "a", "text": "b"}', "holds a JSON dict, not an array"),
+        (b'"just a string"', "holds a JSON str, not an array"),
+        (b'[{"title": "a", "text": "b"}, {"text": "no title"}]', "item 2 of the array, has no string field 'title'"),
+        (b'[{"title": "a"}]', "item 1 of the array, has no string field 'text'"),
+        (b'[{"title": 3, "text": ["x"]}]', "has no string field 'title' or 'text'"),
+        (b'[["a", "b"]]', "item 1 of the array, is a list, not an object"),
+        (b'[{"title": "a", "text": "\xff"}]', "is not UTF-8 text"),
+    ],
+)
+def test_bad_json_corpus_is_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "corpus.json"
+    path.write_bytes(content)
+    with pytest.raises(CorpusFormatError) as info:
+        list(read_documents(path, "json"))
+    assert message in str(info.value) and str(path) in str(info.value)
+    assert '{"title": "...", "text": "..."}' in str(info.value) or "UTF-8" in str(info.value)
+
+
+def test_bad_json_is_reported_by_auto_detection_too(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('[{"title": "a", "text": "b"}', encoding="utf-8")
+    with pytest.raises(CorpusFormatError, match="is not valid JSON"):
+        detect_format(path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{"name": "x"}]), encoding="utf-8")  # neither a corpus nor a benchmark
+    with pytest.raises(CorpusFormatError, match="item 1 of the array, has no string field 'title' or 'text'"):
+        list(read_documents(other, detect_format(other)))
+
+
 def test_benchmark_reader_yields_the_deduplicated_open_corpus(tmp_path):
     rows = [{"id": "2hop__1", "question": "q", "answer": "a", "answer_aliases": [], "answerable": True,
              "question_decomposition": [],

@@ -37,6 +37,10 @@ class MethodResult:
     run_id: str | None = None
     uncertain: bool | None = None
     error: str | None = None
+    # Backtracking accounting (ReAgent fills these; baselines leave the defaults):
+    answer_before_backtracking: str | None = None  # the answer held before the first rollback
+    rules_fired: list[str] = field(default_factory=list)
+    signals: list[str] = field(default_factory=list)  # names of the conflict signals that fired
 
 
 class Method(Protocol):

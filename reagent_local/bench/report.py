@@ -2,14 +2,18 @@
 
 Everything here is recomputed from ``records.jsonl`` and ``config.json``, so
 ``reagent bench report DIR`` re-renders the same files a run writes at its end.
+The per-question comparisons (backtracking effects, pairs against reagent-none, head
+to head with a sign test) live in compare.py.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from collections import Counter
 from statistics import mean
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+from .compare import NONE_METHOD, against_none, backtracking_effect, duel_pairs, has_backtracking, head_to_head, same_answer
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import read_run_config, write_json
 
@@ -21,6 +25,11 @@ CHART_FILE = "chart.png"
 def _avg(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return mean(present) if present else None
+
+
+def _tally(names: Iterable[str]) -> dict[str, int]:
+    """How often each name occurs, most frequent first."""
+    return dict(Counter(names).most_common())
 
 
 def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -41,20 +50,22 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "uncertain": sum(1 for r in records if r.get("uncertain")),
         "backtracks_local": sum((r.get("backtracks") or {}).get("local", 0) for r in records),
         "backtracks_global": sum((r.get("backtracks") or {}).get("global", 0) for r in records),
+        "rules_fired": _tally(name for r in records for name in r.get("rules_fired") or []),
+        "signals": _tally(name for r in records for name in r.get("signals") or []),
         # which code produced the records (several when a run was resumed after a commit)
         "code": sorted({r["code"] for r in records if r.get("code")}),
     }
 
 
 def changed_answers(records: Sequence[dict[str, Any]], base: str, other: str) -> list[dict[str, Any]]:
-    """Questions where two methods' predictions differ (e.g. reagent-none vs reagent-both)."""
+    """Questions where two methods' predictions differ after normalisation (e.g. reagent-none vs reagent-both)."""
     by_id = {r["id"]: r for r in records if r["method"] == base}
     out = []
     for record in records:
         if record["method"] != other or record["id"] not in by_id:
             continue
         before = by_id[record["id"]]
-        if before["prediction"].strip().lower() != record["prediction"].strip().lower():
+        if not same_answer(before["prediction"], record["prediction"]):
             out.append({
                 "id": record["id"],
                 "gold": record["answers"][0] if record["answers"] else "",
@@ -65,36 +76,24 @@ def changed_answers(records: Sequence[dict[str, Any]], base: str, other: str) ->
     return out
 
 
-BASELINES = ("rag", "ircot")
-
-
-def head_to_head(records: Sequence[dict[str, Any]], method: str, other: str) -> dict[str, Any]:
-    """Per-question EM of ``method`` against ``other`` on the questions both answered."""
-    theirs = {r["id"]: r for r in records if r["method"] == other}
-    wins, losses, both = [], [], 0
-    for record in records:
-        if record["method"] != method or record["id"] not in theirs:
-            continue
-        both += 1
-        if record["em"] > theirs[record["id"]]["em"]:
-            wins.append(record["id"])
-        elif record["em"] < theirs[record["id"]]["em"]:
-            losses.append(record["id"])
-    return {"questions": both, "wins": wins, "losses": losses}
+def comparisons(methods: Sequence[str], records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The per-question comparison sections of summary.json, for the methods that have records."""
+    present = [m for m in methods if any(r["method"] == m for r in records)]
+    others = [m for m in present if m.startswith("reagent-") and m != NONE_METHOD]
+    has_none = NONE_METHOD in present
+    return {
+        "backtracking": {m: backtracking_effect([r for r in records if r["method"] == m])
+                         for m in present if has_backtracking(m, records)},
+        "against_reagent_none": {m: against_none(records, m) for m in others} if has_none else {},
+        "backtracking_changed_answers": {m: changed_answers(records, NONE_METHOD, m) for m in others} if has_none else {},
+        "head_to_head": {f"{m} vs {o}": head_to_head(records, m, o) for m, o in duel_pairs(present)},
+    }
 
 
 def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The whole summary.json: run settings, per-method averages, backtracking changes."""
+    """The whole summary.json: run settings, per-method averages, backtracking and head-to-head comparisons."""
     methods = list(dict.fromkeys([*run_config.get("methods", []), *(r["method"] for r in records)]))
     per_method = {m: summarize_method([r for r in records if r["method"] == m]) for m in methods}
-    changes = {}
-    if any(r["method"] == "reagent-none" for r in records):
-        for other in ("reagent-local", "reagent-global", "reagent-both"):
-            if any(r["method"] == other for r in records):
-                changes[other] = changed_answers(records, "reagent-none", other)
-    present = {r["method"] for r in records}
-    duels = {f"{m} vs {b}": head_to_head(records, m, b)
-             for m in methods if m.startswith("reagent-") and m in present for b in BASELINES if b in present}
     return {
         "dataset": run_config.get("dataset"),
         "file": run_config.get("file"),
@@ -103,9 +102,11 @@ def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
         "questions": len(run_config.get("question_ids", [])),
         "model": run_config.get("model", {}).get("id"),
         "seconds_total": sum(r["seconds"] for r in records),
+        "ids": run_config.get("ids"),
+        "exclude_ids": run_config.get("exclude_ids"),
+        "index": run_config.get("index"),
         "methods": per_method,
-        "backtracking_changed_answers": changes,
-        "head_to_head": duels,
+        **comparisons(methods, records),
     }
 
 
@@ -122,8 +123,21 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|") or '""'
 
 
-def markdown_table(summary: dict[str, Any]) -> str:
-    """results.md: the method table, how it was run, and where backtracking changed answers."""
+def _ids(label: str, ids: Sequence[str]) -> str:
+    return f"; {label} {', '.join(ids)}" if ids else ""
+
+
+def _selection_line(summary: dict[str, Any]) -> list[str]:
+    """Which ids files filtered the questions and which index answered, when not the defaults."""
+    parts = [f"{key} `{entry['file'] or 'a list'}` ({entry['count']} ids)"
+             for key, entry in (("--ids", summary.get("ids")), ("--exclude-ids", summary.get("exclude_ids"))) if entry]
+    if parts:
+        return [f"Questions filtered by {' and '.join(parts)} before the draw."]
+    return []
+
+
+def method_lines(summary: dict[str, Any]) -> list[str]:
+    """The title, the per-method table and how the run was made."""
     lines = [
         f"# {summary['dataset']}: {summary['questions']} questions (n={summary['n']}, seed={summary['seed']}), model {summary['model']}",
         "",
@@ -140,28 +154,78 @@ def markdown_table(summary: dict[str, Any]) -> str:
     lines += [
         "",
         f"Total run time (sum of per-question seconds): {summary['seconds_total']:.0f} s ({hours:.2f} h). "
-        f"File: `{summary['file']}`.",
+        f"File: `{summary['file']}`." + (f" Index: `{summary['index']}`." if summary.get("index") else ""),
+        *_selection_line(summary),
         "Support P/R: the cited passages against the gold supporting paragraphs (RAG and IRCoT cite every passage they read;",
         "closed-book cites none). EM/F1: the official HotpotQA normalisation, best over aliases.",
     ]
     code = [f"{name} {', '.join(s['code'])}" for name, s in summary["methods"].items() if s.get("code")]
     if code:
         lines.append(f"Code: {'; '.join(code)}.")
-    duels = summary.get("head_to_head", {})
-    if duels:
-        lines += ["", "## Head to head (exact match, same questions)", ""]
-        for name, duel in duels.items():
-            lines.append(f"- {name}: {len(duel['wins'])} won, {len(duel['losses'])} lost of {duel['questions']}"
-                         + (f"; won {', '.join(duel['wins'])}" if duel["wins"] else "")
-                         + (f"; lost {', '.join(duel['losses'])}" if duel["losses"] else ""))
-    for other, changes in summary.get("backtracking_changed_answers", {}).items():
-        lines += ["", f"## reagent-none -> {other}: {len(changes)} answer(s) changed", ""]
-        if changes:
-            lines += ["| question id | gold | reagent-none | " + other + " | F1 change |", "|---|---|---|---|---|"]
-            lines += [
-                f"| {c['id']} | {_cell(c['gold'])} | {_cell(c['reagent-none'])} | {_cell(c[other])} | {c['f1_change']:+.3f} |"
-                for c in changes
-            ]
+    return lines
+
+
+def backtracking_lines(effects: dict[str, Any]) -> list[str]:
+    """Per method with backtracking: where it fired, what it changed, what it fixed and broke."""
+    if not effects:
+        return []
+    lines = ["", "## Backtracking", "",
+             "Fixed / broken: wrong to right / right to wrong by EM, against the answer held before the first rollback.", "",
+             "| method | questions | fired | answer changed | fixed | broken | before unknown |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {m} | {e['questions']} | {e['fired']} | {e['changed']} | {len(e['fixed'])} | {len(e['broken'])} "
+              f"| {e['unknown']} |" for m, e in effects.items()]
+    lines += [f"- {m}{_ids('fixed', e['fixed'])}{_ids('broken', e['broken'])}"
+              for m, e in effects.items() if e["fixed"] or e["broken"]]
+    return lines
+
+
+def against_none_lines(paired: dict[str, Any]) -> list[str]:
+    """Each ReAgent setting against reagent-none on the same questions."""
+    if not paired:
+        return []
+    lines = ["", f"## Against {NONE_METHOD} (same questions)", "",
+             "| method | questions | answers changed | fixed | broken | F1 change |", "|---|---|---|---|---|---|"]
+    for m, p in paired.items():
+        delta = f"{p['delta_f1']:+.3f}" if p["delta_f1"] is not None else "-"
+        lines.append(f"| {m} | {p['questions']} | {p['changed']} | {len(p['fixed'])} | {len(p['broken'])} | {delta} |")
+    return lines
+
+
+def duel_lines(duels: dict[str, Any]) -> list[str]:
+    """Head to head by per-question F1 (and EM), with the sign test and the ids won and lost."""
+    if not duels:
+        return []
+    lines = ["", "## Head to head (same questions; exact two-sided sign test over wins and losses, ties dropped)", ""]
+    for name, d in duels.items():
+        f1, em = d["f1"], d["em"]
+        lines.append(f"- {name} ({d['questions']} questions): F1 {f1['wins']} won, {f1['losses']} lost, "
+                     f"{f1['ties']} tied, p = {f1['p_value']:.3f}; EM {em['wins']} won, {em['losses']} lost, "
+                     f"p = {em['p_value']:.3f}{_ids('won', f1['won'])}{_ids('lost', f1['lost'])}")
+    return lines
+
+
+def change_lines(changes: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The questions whose answer differs from reagent-none's, per ReAgent setting."""
+    lines: list[str] = []
+    for other, rows in changes.items():
+        lines += ["", f"## {NONE_METHOD} -> {other}: {len(rows)} answer(s) changed", ""]
+        if rows:
+            lines += [f"| question id | gold | {NONE_METHOD} | {other} | F1 change |", "|---|---|---|---|---|"]
+            lines += [f"| {c['id']} | {_cell(c['gold'])} | {_cell(c[NONE_METHOD])} | {_cell(c[other])} | {c['f1_change']:+.3f} |"
+                      for c in rows]
+    return lines
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """results.md: the method table, how it was run, backtracking effects and head-to-head comparisons."""
+    lines = [
+        *method_lines(summary),
+        *backtracking_lines(summary.get("backtracking", {})),
+        *against_none_lines(summary.get("against_reagent_none", {})),
+        *duel_lines(summary.get("head_to_head", {})),
+        *change_lines(summary.get("backtracking_changed_answers", {})),
+    ]
     return "\n".join(lines) + "\n"
 
 

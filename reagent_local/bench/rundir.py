@@ -1,8 +1,10 @@
 """The run folder's ``config.json``: what a run was asked to do, and the resume check.
 
 A resumed run must match the folder in everything that changes the answers (the
-dataset file's content, seed, n, model, retrieval settings); the method list may
-grow, so methods can be added to a finished run.
+dataset file's content, seed, n, the ids filters, the question ids drawn, the model,
+a prebuilt index, retrieval settings); the method list may grow, so methods can be
+added to a finished run. Folders written before a setting existed resume as if it
+was unset.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ MUST_MATCH = (
     "file_sha256",
     "seed",
     "n",
+    "ids.sha256",
+    "exclude_ids.sha256",
+    "prebuilt_index.name",
+    "prebuilt_index.source.sha256",
     "model.id",
     "model.sha256",
     "config.retrieval.mode",
@@ -60,8 +66,15 @@ def run_config(
     config: Config,
     index: str | None,
     question_ids: Sequence[str],
+    selection: dict[str, Any] | None = None,
+    prebuilt_index: str | None = None,
 ) -> dict[str, Any]:
-    """The content of config.json for a new run."""
+    """The content of config.json for a new run.
+
+    ``selection`` holds the ``ids`` / ``exclude_ids`` filters (see selection.py);
+    ``prebuilt_index`` is the ``--index`` name when the run answers over a prebuilt index.
+    """
+    selection = selection or {"ids": None, "exclude_ids": None}
     return {
         "format": FORMAT_VERSION,
         "dataset": dataset,
@@ -69,10 +82,14 @@ def run_config(
         "file_sha256": file_sha256(file),
         "seed": seed,
         "n": n,
-        "sampling": "random.Random(seed).sample(questions_in_file_order, n); all in file order when n is null",
+        "ids": selection.get("ids"),
+        "exclude_ids": selection.get("exclude_ids"),
+        "sampling": "filter by ids / exclude_ids (file order kept), then "
+                    "random.Random(seed).sample(filtered_questions, n); all in file order when n is null",
         "methods": list(methods),
         "model": model,
         "index": index,
+        "prebuilt_index": prebuilt_index,
         "config": config_dict(config),
         "question_ids": list(question_ids),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -87,13 +104,24 @@ def _get(data: dict[str, Any], dotted: str) -> Any:
     return data
 
 
+def question_ids_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """How the drawn question ids differ (as sets), or None when they are the same questions."""
+    before, now = old.get("question_ids"), new.get("question_ids") or []
+    if before is None or set(before) == set(now):  # the order only changes which question is answered first
+        return None
+    gone, added = len(set(before) - set(now)), len(set(now) - set(before))
+    return f"question_ids: folder has {len(before)} questions, now {len(now)} ({gone} dropped, {added} new)"
+
+
 def mismatches(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Human-readable differences in the settings that must match to resume."""
-    return [
+    diffs = [
         f"{key}: folder has {_get(old, key)!r}, now {_get(new, key)!r}"
         for key in MUST_MATCH
         if _get(old, key) != _get(new, key)
     ]
+    questions = question_ids_mismatch(old, new)
+    return diffs + ([questions] if questions else [])
 
 
 def read_run_config(folder: Path) -> dict[str, Any]:
@@ -138,7 +166,8 @@ def prepare_folder(folder: Path, new: dict[str, Any], *, resume: bool) -> dict[s
             )
         merged = dict(old)
         merged["methods"] = list(dict.fromkeys([*old.get("methods", []), *new["methods"]]))
-        merged["file"] = new["file"]  # the same content may have moved
+        for key in ("file", "ids", "exclude_ids"):  # the same content may have moved
+            merged[key] = new.get(key)
         write_json(path, merged)
         return merged
     if folder.exists() and any(folder.iterdir()):

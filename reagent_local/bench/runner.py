@@ -3,7 +3,9 @@
 Questions are taken in sample order and each goes through every method before the
 next question starts, so an interrupted run has compared all methods on the same
 questions. Each finished (method, question) is appended to ``records.jsonl`` at once;
-``resume=True`` skips the pairs already there.
+``resume=True`` skips the pairs already there. ``ids`` / ``exclude_ids`` filter the
+file's questions before the draw; ``index`` answers over a prebuilt index instead of
+the file's own open-corpus index.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..errors import BudgetExceededError, IndexNotFoundError, LLMOutputError, Mo
 from ..llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
+from .compare import backtracking_fields
 from .methods import Method, MethodContext, MethodResult, Retriever, error_text
 from .metrics import best_em_f1, support_scores
 from .records import RECORDS_FILE, RecordStore
@@ -27,6 +30,7 @@ from .registry import DEFAULT_METHODS, build_method, check_methods
 from .report import write_report
 from .rundir import prepare_folder, run_config
 from .sampling import sample_questions
+from .selection import IdList, IdsSource, as_id_list, filter_questions, selection_config, selection_slug
 
 EVENTS_FILE = "events.duckdb"
 NO_RETRIEVAL = frozenset({"closed-book"})
@@ -72,6 +76,10 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
         "completion_tokens": result.completion_tokens,
         "seconds": round(seconds, 3),
         "backtracks": dict(result.backtracks),
+        **backtracking_fields(result.prediction, question.answers, result.backtracks,
+                              result.answer_before_backtracking),
+        "rules_fired": list(result.rules_fired),
+        "signals": list(result.signals),
         "run_id": result.run_id,
         "uncertain": result.uncertain,
         "error": result.error,
@@ -108,10 +116,30 @@ def benchmark_index(dataset: str, file: Path, config: Config) -> Callable[[], Re
     return open_index
 
 
-def default_out(config: Config, dataset: str, model_id: str, n: int | None, seed: int) -> Path:
-    """``<home>/bench-runs/<dataset>-<model>-n<N>-seed<S>``: the same settings find the same folder."""
-    slug = re.sub(r"[^\w.-]+", "-", model_id).strip("-")
-    return Path(config.paths.home) / "bench-runs" / f"{dataset}-{slug}-n{n if n is not None else 'all'}-seed{seed}"
+def prebuilt_index(name: str, config: Config) -> tuple[Callable[[], Retriever], dict[str, Any]]:
+    """An opener for the prebuilt index ``name`` and its identity; a missing index raises now."""
+    from ..retrieval import Index
+
+    with Index.open(name, config) as index:  # fails before the run folder exists
+        manifest = index.manifest
+        identity = {"name": name, "path": str(index.path), "source": manifest.get("source"),
+                    "passages": manifest.get("passages"), "embedder": manifest.get("embedder")}
+    return (lambda: Index.open(name, config)), identity
+
+
+def default_out(config: Config, dataset: str, model_id: str, n: int | None, seed: int, selection: str = "") -> Path:
+    """``<home>/bench-runs/<dataset>[-<selection>]-<model>-n<N>-seed<S>``: the same settings find the same folder."""
+    slug = re.sub(r"[^\w.-]+", "-", "-".join(filter(None, [dataset, selection, model_id]))).strip("-")
+    return Path(config.paths.home) / "bench-runs" / f"{slug}-n{n if n is not None else 'all'}-seed{seed}"
+
+
+def select_sample(questions: Sequence[Question], file: Path, n: int | None, seed: int,
+                  ids: IdList | None, exclude_ids: IdList | None) -> list[Question]:
+    """Filter the file's questions by the ids lists (file order kept), then draw n with ``seed``."""
+    if ids is None and exclude_ids is None:
+        return sample_questions(questions, n, seed)
+    pool = filter_questions(questions, file, ids=ids, exclude_ids=exclude_ids)
+    return sample_questions(pool, n, seed, pool="the selection (--ids / --exclude-ids)")
 
 
 class _Scores:
@@ -186,6 +214,20 @@ def _answer_all(sample: Sequence[Question], methods: Sequence[str], ctx: MethodC
             progress.stop()
 
 
+def _retrieval(dataset: str, file: Path, config: Config, methods: Sequence[str], retriever: Retriever | None,
+               index: str | None) -> tuple[Callable[[], Retriever], str | None, dict[str, Any] | None]:
+    """How the run gets its index: (opener, index name for config.json, prebuilt index identity or None)."""
+    if index is not None:
+        opener, identity = prebuilt_index(index, config)
+        return opener, index, identity
+    name = getattr(retriever, "name", None) if retriever is not None else None
+    if retriever is None and set(methods) - NO_RETRIEVAL:
+        from ..retrieval import benchmark_index_name
+
+        name = benchmark_index_name(file)
+    return benchmark_index(dataset, file, config), name, None
+
+
 def run_benchmark(
     dataset: str,
     file: Path,
@@ -199,33 +241,39 @@ def run_benchmark(
     llm: LLM | None = None,
     retriever: Retriever | None = None,
     console: Any = None,
+    ids: IdsSource | None = None,
+    exclude_ids: IdsSource | None = None,
+    index: str | None = None,
 ) -> RunOutcome:
     """Answer ``n`` questions drawn with ``seed`` by each method; write records, summary, table and chart.
 
-    ``llm`` and ``retriever`` default to the configured model and the file's
-    open-corpus index (built on first need); pass fakes to drive the runner in tests.
-    ``console`` (a rich Console) turns on the progress bars.
+    ``ids`` / ``exclude_ids`` (an ids file's path, or the ids themselves) filter the
+    file's questions before the draw. ``index`` names a prebuilt index to answer over
+    instead of the file's open-corpus index (built on first need). ``llm`` and
+    ``retriever`` default to the configured model and that index; pass fakes to drive
+    the runner in tests. ``console`` (a rich Console) turns on the progress bars.
     """
     methods = check_methods(list(methods))
+    if index is not None and retriever is not None:
+        raise ValueError("pass either index (a prebuilt index name) or retriever, not both")
     code_version()  # read (and cache) the commit now: the code in memory is the code at start
     file = Path(file)
-    sample = sample_questions(load_questions(file, dataset), n, seed)
+    wanted, unwanted = as_id_list(ids, "--ids"), as_id_list(exclude_ids, "--exclude-ids")
+    sample = select_sample(load_questions(file, dataset), file, n, seed, wanted, unwanted)
+    open_retriever, index_name, prebuilt = _retrieval(dataset, file, config, methods, retriever, index)
     owns_llm = llm is None
     if llm is None:
         llm, model = load_model(config)
     else:
         model = {"id": llm.model_id, "path": None, "sha256": None}
-    index_name = getattr(retriever, "name", None) if retriever is not None else None
-    if retriever is None and set(methods) - NO_RETRIEVAL:
-        from ..retrieval import benchmark_index_name
-
-        index_name = benchmark_index_name(file)
-    out = Path(out) if out is not None else default_out(config, dataset, model["id"], n, seed)
+    if out is None:
+        out = default_out(config, dataset, model["id"], n, seed, selection_slug(wanted, unwanted))
+    out = Path(out)
     fresh = run_config(dataset=dataset, file=file, seed=seed, n=n, methods=methods, model=model,
-                       config=config, index=index_name, question_ids=[q.id for q in sample])
+                       config=config, index=index_name, question_ids=[q.id for q in sample],
+                       selection=selection_config(wanted, unwanted), prebuilt_index=prebuilt)
     prepare_folder(out, fresh, resume=resume)
-    ctx = MethodContext(config, llm, retriever=retriever,
-                        open_retriever=benchmark_index(dataset, file, config), log_path=out / EVENTS_FILE)
+    ctx = MethodContext(config, llm, retriever=retriever, open_retriever=open_retriever, log_path=out / EVENTS_FILE)
     store = RecordStore(out / RECORDS_FILE)
     resumed = len(store.records)
     try:

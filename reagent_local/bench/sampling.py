@@ -16,15 +16,18 @@ from ..errors import BenchRunError
 T = TypeVar("T")
 
 
-def sample_questions(questions: Sequence[T], n: int | None, seed: int) -> list[T]:
-    """The n questions drawn with ``seed`` (all of them, in file order, when n is None)."""
+def sample_questions(questions: Sequence[T], n: int | None, seed: int, *, pool: str = "the file") -> list[T]:
+    """The n questions drawn with ``seed`` (all of them, in file order, when n is None).
+
+    ``pool`` names what the questions are in the too-large-n error ("the file", "the selection").
+    """
     if n is None:
         return list(questions)
     if n < 1:
         raise BenchRunError(f"--n must be at least 1, got {n}", hint="pass a positive number of questions")
     if n > len(questions):
         raise BenchRunError(
-            f"asked for {n} questions but the file has only {len(questions)}",
+            f"asked for {n} questions but {pool} has only {len(questions)}",
             hint=f"pass --n {len(questions)} or less (or omit --n to take them all)",
         )
     return random.Random(seed).sample(list(questions), n)

@@ -25,23 +25,34 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
 @click.option("--dataset", type=click.Choice(DATASETS), required=True, help="Which benchmark the file belongs to.")
 @click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The official dev file (or a sample of it).")
-@click.option("--n", type=int, default=None, help="Questions to draw (default: all, in file order).")
+@click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Keep only these questions: a file of ids, one a line (# comments allowed), e.g. a split file.")
+@click.option("--exclude-ids", "exclude_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Drop these questions (same file format); combinable with --ids.")
+@click.option("--n", type=int, default=None, help="Questions to draw from the (filtered) file (default: all, in file order).")
 @click.option("--seed", type=int, default=13, show_default=True,
-              help="Sampling seed: random.Random(seed).sample(questions, n).")
+              help="Sampling seed: random.Random(seed).sample(filtered questions, n).")
 @click.option("--methods", multiple=True, metavar="A,B,...",
               help=f"Methods to compare (default: {','.join(DEFAULT_METHODS)}; known: {','.join(METHODS)}).")
 @click.option("--model", default=None, help="Model name from `reagent models list`, or a .gguf path.")
+@click.option("--index", "index_name", default=None, metavar="NAME",
+              help="Answer over this prebuilt index (`reagent index list`) instead of the file's open-corpus index.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: <home>/bench-runs/<dataset>-<model>-n<N>-seed<S>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
-def run_cmd(dataset: str, file: Path, n: int | None, seed: int, methods: tuple[str, ...], model: str | None,
-            out: Path | None, resume: bool) -> None:
-    """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png."""
+def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path | None, n: int | None, seed: int,
+            methods: tuple[str, ...], model: str | None, index_name: str | None, out: Path | None,
+            resume: bool) -> None:
+    """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png.
+
+    Questions are filtered by --ids / --exclude-ids first, then --n are drawn with --seed.
+    """
     from rich.console import Console
 
     config = config_from(llm__model=model)
     outcome = run_benchmark(dataset, file, config=config, n=n, seed=seed, methods=_split_methods(methods),
-                            out=out, resume=resume, console=Console(stderr=True))
+                            out=out, resume=resume, console=Console(stderr=True), ids=ids_file,
+                            exclude_ids=exclude_file, index=index_name)
     if outcome.dropped_torn_line:
         info("dropped a partly written last record (the run was killed while writing it); it was redone")
     info(f"{outcome.new_records} new records, {outcome.resumed_records} kept from before")

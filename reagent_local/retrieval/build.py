@@ -249,7 +249,7 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
     shutil.rmtree(folder / "embeddings")  # the FAISS index holds the vectors now
     manifest = {
         "reader": fmt, "documents": state["documents"], "passages": count,
-        "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl") else None,
+        "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl", "json") else None,
         "embedder": {"name": embedder.name, "dimension": dimension},
         "embedding": embedding, "faiss": faiss_info, "bm25": bm25_info, "seconds": seconds,
     }

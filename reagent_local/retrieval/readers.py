@@ -1,9 +1,10 @@
 """Corpus readers: each streams ``Document``s out of one source file.
 
-Formats: a MediaWiki XML dump (``wikixml``), JSONL of ``{"title", "text"}``, DPR-style
-TSV (``id, text, title``), and the paragraphs of a benchmark file (``hotpotqa``,
-``2wiki``, ``musique``: the open corpus). Dump, JSONL and TSV readers stream in
-constant memory; a benchmark file is one JSON document and is read whole.
+Formats: a MediaWiki XML dump (``wikixml``), JSONL of ``{"title", "text"}``, a JSON
+array of such objects (``json``), DPR-style TSV (``id, text, title``), and the
+paragraphs of a benchmark file (``hotpotqa``, ``2wiki``, ``musique``: the open corpus).
+Dump, JSONL and TSV readers stream in constant memory; a JSON array and a benchmark
+file are one JSON document each and are read whole.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from ..errors import CorpusFormatError, DatasetFormatError
 from .wikidump import iter_pages, open_maybe_compressed
 from .wikitext import strip_wikitext
 
-FORMATS = ("wikixml", "jsonl", "tsv", "hotpotqa", "2wiki", "musique")
+FORMATS = ("wikixml", "jsonl", "json", "tsv", "hotpotqa", "2wiki", "musique")
 BENCHMARK_FORMATS = ("hotpotqa", "2wiki", "musique")
+JSON_SHAPE = ('a JSON corpus is an array of objects like {"title": "...", "text": "..."} '
+              "(for a benchmark file pass --format hotpotqa, 2wiki or musique)")
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,7 @@ def detect_format(path: Path) -> str:
     if head.startswith(b"<"):
         raise CorpusFormatError(f"{path} is XML but not a MediaWiki export", hint="pass a *pages-articles*.xml[.bz2] dump")
     if head.startswith(b"["):
-        from ..datasets import detect_dataset
-
-        return detect_dataset(path)
+        return _detect_array(path)
     if head.startswith(b"{"):
         first = head.split(b"\n", 1)[0]
         if b'"paragraphs"' in first and b'"question"' in first:
@@ -76,6 +77,48 @@ def detect_format(path: Path) -> str:
         f"cannot tell the format of {path}",
         hint=f"pass --format with one of {', '.join(FORMATS)}",
     )
+
+
+def _load_array(path: Path) -> list:
+    """The whole JSON array in ``path``; bad JSON or another top-level value is a CorpusFormatError."""
+    try:
+        with open_maybe_compressed(path) as raw:
+            data = json.loads(raw.read().decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise CorpusFormatError(f"{path} is not UTF-8 text", hint="pass a UTF-8 JSON file") from None
+    except json.JSONDecodeError as exc:
+        raise CorpusFormatError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            hint=JSON_SHAPE,
+        ) from None
+    except (EOFError, OSError) as exc:
+        raise CorpusFormatError(f"{path} could not be read ({exc})", hint="the file is truncated or corrupt") from None
+    if not isinstance(data, list):
+        raise CorpusFormatError(f"{path} holds a JSON {type(data).__name__}, not an array", hint=JSON_SHAPE)
+    return data
+
+
+def _detect_array(path: Path) -> str:
+    """A JSON array is a benchmark file when its first record has a benchmark's context, else ``json``."""
+    from ..datasets import detect_records
+
+    data = _load_array(path)
+    if data and isinstance(data[0], dict) and not {"title", "text"} <= data[0].keys():
+        found = detect_records(data)
+        if found is not None:
+            return found
+    return "json"
+
+
+def read_json(path: Path) -> Iterator[Document]:
+    """A JSON array of ``{"title": ..., "text": ...}`` objects, both strings."""
+    for number, obj in enumerate(_load_array(path), 1):
+        missing = [key for key in ("title", "text") if not isinstance(obj, dict) or not isinstance(obj.get(key), str)]
+        if missing:
+            what = f"has no string field {' or '.join(repr(k) for k in missing)}" if isinstance(obj, dict) else (
+                f"is a {type(obj).__name__}, not an object")
+            raise CorpusFormatError(f"{path}, item {number} of the array, {what}", hint=JSON_SHAPE)
+        yield Document(obj["title"], obj["text"])
 
 
 def read_wikixml(path: Path) -> Iterator[Document]:
@@ -152,6 +195,8 @@ def read_documents(path: Path, fmt: str) -> Iterator[Document]:
         return read_wikixml(path)
     if fmt == "jsonl":
         return read_jsonl(path)
+    if fmt == "json":
+        return read_json(path)
     if fmt == "tsv":
         return read_tsv(path)
     if fmt in BENCHMARK_FORMATS:
