@@ -43,6 +43,10 @@ class EventBody:
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> "EventBody":
         """Read a logged payload back (missing keys take the field's default; unknown keys are ignored)."""
+        missing = [f.name for f in fields(cls)  # type: ignore[arg-type]
+                   if f.name not in payload and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise ValueError(f"no {', '.join(missing)} in the payload")
         return cls(**{f.name: payload[f.name] for f in fields(cls) if f.name in payload})  # type: ignore[arg-type]
 
 
