@@ -3,15 +3,18 @@
 Command line::
 
     reagent bench run --dataset hotpotqa --file hotpot_dev_distractor_v1.json --n 50 --seed 13 \\
-        --methods closed-book,rag,ircot,reagent-both [--model NAME|PATH] [--out DIR] [--resume]
+        --methods closed-book,rag,ircot,reagent-both [--ids FILE] [--exclude-ids FILE] [--index NAME] \\
+        [--model NAME|PATH] [--out DIR] [--resume]
     reagent bench report DIR
 
-Library: ``run_benchmark(dataset, file, config=..., n=50, seed=13, methods=[...], out=DIR)``.
+Library: ``run_benchmark(dataset, file, config=..., n=50, seed=13, methods=[...], out=DIR,
+ids=None, exclude_ids=None, index=None)``.
 
 Protocol: the knowledge base is the open corpus of the whole file (its questions'
 paragraphs, deduplicated by title and text), indexed once as
-``benchmark_index_name(file)``; ``n`` questions are drawn with
-``random.Random(seed).sample(questions_in_file_order, n)`` (= ``random.seed(seed);
+``benchmark_index_name(file)``, or a prebuilt index given by name. The questions are
+filtered by the ``ids`` / ``exclude_ids`` lists (file order kept), then ``n`` are drawn
+with ``random.Random(seed).sample(filtered_questions, n)`` (= ``random.seed(seed);
 random.sample(...)``), the same ones for every method; each method sees only the
 question text. EM/F1 are the official HotpotQA ones, best over aliases.
 
@@ -19,7 +22,8 @@ Run folder: ``config.json`` (settings, dataset sha256, model id and sha256, samp
 ids), ``records.jsonl`` (one fsynced line per finished (method, question)),
 ``events.duckdb`` (the ReAgent methods' event log), ``summary.json``, ``results.md``,
 ``chart.png``. ``--resume`` skips finished pairs, redoes a torn last line, and refuses a
-folder whose dataset file, seed, n, model or retrieval settings differ; methods may be added.
+folder whose dataset file, ids filters, drawn questions, seed, n, model, prebuilt index or
+retrieval settings differ; methods may be added.
 
 Adding a method: a class with ``name`` and ``answer(question: str) -> MethodResult``
 built from a ``MethodContext`` (shared ``llm``, ``retriever``, ``config``, ``event_log()``),
