@@ -33,21 +33,21 @@ class EventBody:
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
-        for f in fields(self):  # type: ignore[arg-type]
+        for f in fields(self):
             object.__setattr__(self, f.name, _load(getattr(self, f.name), hints[f.name], f.name))
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON-ready payload, one key per field."""
-        return {f.name: _dump(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        return {f.name: _dump(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
-    def from_payload(cls, payload: Mapping[str, Any]) -> "EventBody":
+    def from_payload(cls: type[B], payload: Mapping[str, Any]) -> B:
         """Read a logged payload back (missing keys take the field's default; unknown keys are ignored)."""
-        missing = [f.name for f in fields(cls)  # type: ignore[arg-type]
+        missing = [f.name for f in fields(cls)
                    if f.name not in payload and f.default is MISSING and f.default_factory is MISSING]
         if missing:
             raise ValueError(f"no {', '.join(missing)} in the payload")
-        return cls(**{f.name: payload[f.name] for f in fields(cls) if f.name in payload})  # type: ignore[arg-type]
+        return cls(**{f.name: payload[f.name] for f in fields(cls) if f.name in payload})
 
 
 EVENT_TYPES: dict[str, type[EventBody]] = {}  # kind -> class, filled by @_kind
