@@ -117,3 +117,14 @@ def test_cli_missing_index_is_one_line(home: Path, capsys: pytest.CaptureFixture
     assert info.value.code == 1 and "Traceback" not in err
     assert "no index named 'nope'" in err and "reagent index build SOURCE --name nope" in err
     assert not (home / "run").exists()
+
+
+def test_default_folder_names_the_filters_and_the_index(home: Path) -> None:
+    config = config_for(home)
+    build_index(home / "corpus.json", "lands", config, progress=False)
+    ids = home / "some.txt"
+    ids.write_text("q1\nq2\n", encoding="utf-8")
+    outcome = run_benchmark("hotpotqa", home / "hotpot.json", config=config, methods=["rag"], llm=reader(),
+                            index="lands", ids=ids)
+    assert outcome.folder == home / "home" / "bench-runs" / "hotpotqa-ids-some-index-lands-scripted-nall-seed13"
+    assert outcome.new_records == 2

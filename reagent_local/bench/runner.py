@@ -128,9 +128,17 @@ def prebuilt_index(name: str, config: Config) -> tuple[Callable[[], Retriever], 
 
 
 def default_out(config: Config, dataset: str, model_id: str, n: int | None, seed: int, selection: str = "") -> Path:
-    """``<home>/bench-runs/<dataset>[-<selection>]-<model>-n<N>-seed<S>``: the same settings find the same folder."""
+    """``<home>/bench-runs/<dataset>[-<selection>]-<model>-n<N>-seed<S>``: the same settings find the same folder.
+
+    ``selection`` names the ids filters and a prebuilt index (``ids-hotpotqa-test-index-enwiki``).
+    """
     slug = re.sub(r"[^\w.-]+", "-", "-".join(filter(None, [dataset, selection, model_id]))).strip("-")
     return Path(config.paths.home) / "bench-runs" / f"{slug}-n{n if n is not None else 'all'}-seed{seed}"
+
+
+def _folder_part(ids: IdList | None, exclude_ids: IdList | None, index: str | None) -> str:
+    """What the default folder name says about the filters and a prebuilt index."""
+    return "-".join(filter(None, [selection_slug(ids, exclude_ids), f"index-{Path(index).name}" if index else ""]))
 
 
 def select_sample(questions: Sequence[Question], file: Path, n: int | None, seed: int,
@@ -267,7 +275,7 @@ def run_benchmark(
     else:
         model = {"id": llm.model_id, "path": None, "sha256": None}
     if out is None:
-        out = default_out(config, dataset, model["id"], n, seed, selection_slug(wanted, unwanted))
+        out = default_out(config, dataset, model["id"], n, seed, _folder_part(wanted, unwanted, index))
     out = Path(out)
     fresh = run_config(dataset=dataset, file=file, seed=seed, n=n, methods=methods, model=model,
                        config=config, index=index_name, question_ids=[q.id for q in sample],

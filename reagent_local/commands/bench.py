@@ -38,7 +38,7 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
 @click.option("--index", "index_name", default=None, metavar="NAME",
               help="Answer over this prebuilt index (`reagent index list`) instead of the file's open-corpus index.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run folder (default: <home>/bench-runs/<dataset>[-ids-<stem>][-minus-<stem>]-<model>-n<N>-seed<S>).")
+              help="Run folder (default: <home>/bench-runs/<dataset>[-ids-<stem>][-minus-<stem>][-index-<name>]-<model>-n<N>-seed<S>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
 def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path | None, n: int | None, seed: int,
             methods: tuple[str, ...], model: str | None, index_name: str | None, out: Path | None,
