@@ -29,6 +29,8 @@ RECORDED: list[tuple[str, ev.EventBody]] = [
                          escalated=[[["v", SAC.id], ["r", LA.id]]])),
     ("channel", ev.Escalate(to="supervisor", round=2, reason="capital has one value", messages=(4, 5),
                             statements=(SAC, LA))),
+    ("channel", ev.Escalate(to="supervisor", round=3, reason="two capitals", messages=(6,), statements=(SAC, LA),
+                            kind="contradiction", source="assembler")),
     ("verifier", ev.Judgement(a=("verifier", SAC.id), b=("retriever", LA.id), a_text=SAC.text, b_text=LA.text,
                               conflict=True, reason="two capitals", cached=True)),
     ("supervisor", ev.ConflictSet(statements=(SAC.id, LA.id), texts=(SAC.text, LA.text), discard=LA.id,
@@ -156,6 +158,8 @@ OLD_PAYLOADS = [
      ev.FallbackAnswer(answer="Paris", passages=("Paris#0",))),
     ("budget_exhausted", {"what": "seconds", "answer": "unknown"}, ev.BudgetExhausted(what="seconds", answer="unknown")),
     ("invalid_output", {"error": "bad"}, ev.InvalidOutput(error="bad")),
+    ("escalate", {"to": "supervisor", "round": 1, "reason": "one capital", "messages": [2, 3], "statements": []},
+     ev.Escalate(to="supervisor", round=1, reason="one capital", messages=(2, 3))),
     ("llm_error", {"error": "bad", "raw": "@@"}, ev.LLMError(error="bad", raw="@@")),
     ("decomposition_failed", {"error": "bad", "raw": "{"}, ev.DecompositionFailed(error="bad", raw="{")),
 ]

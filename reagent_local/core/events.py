@@ -174,12 +174,14 @@ class Round(EventBody):
 
 @_kind("escalate")
 class Escalate(EventBody):
-    """Two concurrent asserts that conflict, sent to the supervisor instead of applied."""
+    """Statements that cannot all stand, sent to the supervisor (concurrent asserts, or a reject addressed to it)."""
     to: str
     round: int
     reason: str
     messages: tuple[int, ...] = ()
     statements: tuple[Statement, ...] = ()
+    kind: str = "concurrent"  # or the escalation kind a reject to the supervisor names
+    source: str = "channel"  # the channel, or the sender of that reject
 
 
 # -- judging and the loop's decisions -----------------------------------------------------------

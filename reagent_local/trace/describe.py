@@ -99,7 +99,8 @@ def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None
                     f"discards {len(body.discarded)}: {clean(body.reason, 140)}")
         case ev.Escalate():
             texts = " vs ".join(quoted(s.text, 60) for s in body.statements)
-            return f"escalates to {body.to}: {texts}: {clean(body.reason, 100)}"
+            why = "" if body.kind == "concurrent" else f" ({clean(body.kind)} from {clean(body.source)})"
+            return f"escalates to {body.to}{why}: {texts}: {clean(body.reason, 100)}"
         case ev.Judgement():
             verdict = "CONFLICT" if body.conflict else "compatible"
             cached = " (cached)" if body.cached else ""
