@@ -1,5 +1,8 @@
 """Load one run from the event log into a :class:`~reagent_local.trace.model.Trace`.
 
+Every event is read through ``core.events.decode``; an event it cannot read (a foreign
+kind, a payload that does not fit) still becomes an item, shown generically.
+
 The statement entries come from a fold of the state events that mirrors
 ``knowledge.StateFolder`` but remembers *which* assert event each held statement
 came from, so a rollback can name the entries it discarded. LLM calls are logged
