@@ -45,6 +45,7 @@ class Answer:
     uncertain_reason: str = ""
     challenges: int = 0
     judge_calls: int = 0
+    rules_fired: tuple[str, ...] = ()  # question-shape rules that changed what happened (reagent_local.rules)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,13 +23,14 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from .commands import ask, bench, bench_kg, bench_retrieval, data, index, models, search, trace
+    from .commands import ask, bench, bench_kg, bench_retrieval, data, index, models, rules, search, trace
 
     cli.add_command(models.models)
     cli.add_command(data.data)
     cli.add_command(index.index)
     cli.add_command(search.search)
     cli.add_command(ask.ask)
+    cli.add_command(rules.rules)
     cli.add_command(bench.bench)
     bench.bench.add_command(bench_retrieval.retrieval)
     bench.bench.add_command(bench_kg.kg)

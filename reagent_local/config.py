@@ -83,6 +83,11 @@ class RetrievalConfig:
     use_kg: bool = True
 
 
+# The backtracking ablation modes and what each switches on: (local, global).
+BACKTRACKING: dict[str, tuple[bool, bool]] = {
+    "none": (False, False), "local": (True, False), "global": (False, True), "both": (True, True)}
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """The ReAgent loop's switches and per-question budgets."""
@@ -96,6 +101,16 @@ class PipelineConfig:
     max_question_chars: int = 2000
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
+    # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
+    rules: tuple[str, ...] = ("all",)
+
+    @property
+    def local_backtracking(self) -> bool:
+        return BACKTRACKING[self.backtracking][0]
+
+    @property
+    def global_backtracking(self) -> bool:
+        return BACKTRACKING[self.backtracking][1]
 
 
 @dataclass(frozen=True)
@@ -111,7 +126,7 @@ class Config:
 _SECTIONS = {f.name: f for f in fields(Config)}
 _CHOICES = {
     ("retrieval", "mode"): {"dense", "sparse", "hybrid"},
-    ("pipeline", "backtracking"): {"none", "local", "global", "both"},
+    ("pipeline", "backtracking"): set(BACKTRACKING),
 }
 
 
@@ -122,6 +137,9 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
     try:
         if value is None:
             out = None
+        elif type_name.startswith("tuple"):
+            items = value.split(",") if isinstance(value, str) else list(value)
+            out = tuple(str(v).strip() for v in items if str(v).strip())
         elif "Mapping" in type_name:
             if not isinstance(value, Mapping):
                 raise ValueError("expected a table")
@@ -147,6 +165,10 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
             out = None if (isinstance(value, str) and value.lower() == "none" and "None" in type_name) else str(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid value {value!r} for {where}: {exc}", hint=f"expected {type_name}") from None
+    if (section, name) == ("pipeline", "rules"):
+        from .rules import resolve  # a wrong rule name is a config error, not a crash later
+
+        resolve(out)
     choices = _CHOICES.get((section, name))
     if choices is not None and out not in choices:
         raise ConfigError(f"invalid value {value!r} for {where}", hint=f"choose one of {sorted(choices)}")

@@ -85,9 +85,5 @@ class QuestionError(ReagentError):
     """A question is empty, too long, or otherwise unusable."""
 
 
-class BudgetExceededError(ReagentError):
-    """A per-question budget (LLM calls, seconds) ran out."""
-
-
 class BenchRunError(ReagentError):
     """A benchmark run cannot start or resume (bad sample size, mismatched run folder, ...)."""

@@ -1,25 +1,35 @@
-"""The ReAgent loop: decompose, then per sub-question retrieve and verify with local
-backtracking, then assemble with global backtracking under the supervisor.
+"""The ReAgent pipeline: one model (or one per role), one index, one event log; a QuestionRun per question.
 
 Dependencies are explicit: ``Pipeline(config, llm=..., retriever=..., log=...)``. One
 model serves every role unless ``role_llms`` names another for a role. Every LLM call,
 message, checkpoint and rollback is an event in the run's log, so ``reagent trace``
-can show exactly why an answer came out as it did.
+can show exactly why an answer came out as it did. ``reagent_local.wiring`` builds a
+Pipeline from configuration (models, index, knowledge graph, log).
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Mapping
 
 from .agents.retriever import SearchIndex
+from .agents.controller import Budget
 from .answer import Answer
-from .config import Config
+from .calls import CallLedger
+from .config import BACKTRACKING, Config
+from .core import events as ev
+from .core.channel import Channel
+from .core.conflicts import ConflictChecker
+from .core.log import EventLog
+from .core.workspace import Workspace
 from .errors import QuestionError
 from .llm import LLM
-from .core.log import EventLog
+from .rules import Firing, RuleSet
 from .run import QuestionRun
+from .team import build_team
 
-MODES = {"none": (False, False), "local": (True, False), "global": (False, True), "both": (True, True)}
+# who logs a rule's firing: the role that consults rules of that stage
+_RULE_AGENT = {"plan": "decomposer", "check": "verifier", "assemble": "assembler", "constrain": "assembler"}
 
 
 def validate_question(question: str, max_chars: int) -> str:
@@ -40,7 +50,7 @@ class Pipeline:
 
     def __init__(self, config: Config, *, llm: LLM, retriever: SearchIndex, log: EventLog,
                  kg: Any | None = None, role_llms: Mapping[str, LLM] | None = None) -> None:
-        if config.pipeline.backtracking not in MODES:
+        if config.pipeline.backtracking not in BACKTRACKING:
             raise ValueError(f"unknown backtracking mode {config.pipeline.backtracking!r}")
         self.config = config
         self.llm = llm
@@ -49,14 +59,6 @@ class Pipeline:
         self.kg = kg
         self.role_llms = dict(role_llms or {})
 
-    @property
-    def local_backtracking(self) -> bool:
-        return MODES[self.config.pipeline.backtracking][0]
-
-    @property
-    def global_backtracking(self) -> bool:
-        return MODES[self.config.pipeline.backtracking][1]
-
     def model_for(self, agent: str) -> LLM:
         """The model serving one role."""
         return self.role_llms.get(agent, self.llm)
@@ -64,5 +66,25 @@ class Pipeline:
     def ask(self, question: str) -> Answer:
         """Answer one question; budgets bound the work and mark the answer uncertain."""
         text = validate_question(question, self.config.pipeline.max_question_chars)
-        run = QuestionRun(self, text)
-        return run.execute()
+        settings, llm = self.config.pipeline, self.config.llm
+        workspace = Workspace(self.log, self.log.start_run(text, _config_dict(self.config)))
+        budget = Budget(settings.max_llm_calls, settings.max_seconds)
+        calls = CallLedger(self.log, workspace.run_id, workspace, budget, self.model_for,
+                           temperature=llm.temperature, seed=llm.seed)
+
+        def log_firing(firing: Firing) -> None:
+            workspace.record(_RULE_AGENT[firing.stage], ev.RuleFired(rule=firing.rule, stage=firing.stage,
+                                                                     step=firing.step, detail=firing.detail))
+
+        rules = RuleSet(settings.rules, on_fire=log_firing)
+        team = build_team(self.config, calls, workspace, rules, self.retriever, self.kg)
+        # the channel checks concurrent asserts with rules only; LLM judging is the verifier's job
+        channel = Channel(workspace, ConflictChecker())
+        return QuestionRun(text, team=team, workspace=workspace, channel=channel, calls=calls,
+                           settings=settings).execute()
+
+
+def _config_dict(config: Config) -> dict:
+    """The configuration as logged with the run (paths and other objects as text)."""
+    return {k: {kk: (str(vv) if not isinstance(vv, (int, float, str, bool, type(None), dict, list, tuple)) else vv)
+                for kk, vv in v.items()} for k, v in asdict(config).items()}

@@ -46,3 +46,8 @@ def pulled_model(name: str) -> Path:
 def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+def append_raw(ws, agent: str, kind: str, payload: dict):
+    """Log an event as another (older, foreign) writer would: no typed body, any kind or payload."""
+    return ws.log.append(ws.run_id, kind, agent=agent, payload=payload, time=ws.clock.tick())

@@ -113,6 +113,8 @@ def nonsense_run(log: EventLog) -> str:
 
 def channel_run(log: EventLog) -> str:
     """No pipeline: concurrent conflicting asserts (an escalation), a judge result and notes of other kinds."""
+    from conftest import append_raw
+    from reagent_local.core import events as ev
     from reagent_local.core.channel import Channel, Message
     from reagent_local.core.conflicts import Verdict
     from reagent_local.core.knowledge import make_statement
@@ -126,8 +128,8 @@ def channel_run(log: EventLog) -> str:
     channel.post(Message("assert", "retriever", ("assembler",), (b,)))
     channel.deliver_round()
     ws.record_judgement("verifier", a, b, Verdict(True, "LLM judge: contradict"), cached=False)
-    ws.note("controller", "budget_exhausted", {"what": "LLM calls", "answer": "Sacramento"})
-    ws.note("kg", "custom_kind", {"detail": "<b>not markup</b>"})
+    ws.record("controller", ev.BudgetExhausted(what="LLM calls", answer="Sacramento"))
+    append_raw(ws, "kg", "custom_kind", {"detail": "<b>not markup</b>"})  # a kind this version does not know
     ws.finish("Sacramento", "budget", {"uncertain": True, "uncertain_reason": "budget exhausted: LLM calls"},
               uncertain=True)
     return ws.run_id

@@ -137,13 +137,14 @@ class FakeAnswer:
     completion_tokens: int = 60
     seconds: float = 1.5
     subquestions: list = field(default_factory=list)
+    rules_fired: tuple = ("chain-last-step",)
 
 
 class FakePipeline:
     made: list = []
 
-    def __init__(self, config, *, llm, retriever, log) -> None:
-        self.config, self.llm, self.retriever, self.log = config, llm, retriever, log
+    def __init__(self, config, *, llm, retriever, log, kg=None, role_llms=None) -> None:
+        self.config, self.llm, self.retriever, self.log, self.kg = config, llm, retriever, log, kg
         FakePipeline.made.append(self)
 
     def ask(self, question: str) -> FakeAnswer:
@@ -155,7 +156,9 @@ class FakePipeline:
 @pytest.fixture
 def fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> type[FakePipeline]:
     FakePipeline.made = []
-    monkeypatch.setitem(sys.modules, "reagent_local.pipeline", types.SimpleNamespace(Pipeline=FakePipeline))
+    import reagent_local.wiring
+
+    monkeypatch.setattr(reagent_local.wiring, "Pipeline", FakePipeline)
     monkeypatch.setitem(sys.modules, "reagent_local.core.log", types.SimpleNamespace(EventLog=lambda path: ("log", path)))
     return FakePipeline
 
@@ -173,6 +176,7 @@ def test_reagent_adapter_maps_the_answer(fake_pipeline: type[FakePipeline], tmp_
     assert result.backtracks == {"local": 2, "global": 0}
     assert (result.llm_calls, result.prompt_tokens, result.completion_tokens) == (7, 900, 60)
     assert [p.title for p in result.cited] == ["Rush (band)"]
+    assert result.rules_fired == ["chain-last-step"]
     failed = both.answer("this will fail")
     assert failed.prediction == "" and failed.error.startswith("LLMOutputError")
 

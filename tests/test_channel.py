@@ -75,16 +75,43 @@ def test_concurrent_conflicting_asserts_are_escalated_not_applied(channel: Chann
     m1 = channel.post(Message("assert", "thread1", ("assembler",), (sac, pop)))
     m2 = channel.post(Message("assert", "thread2", ("assembler",), (la,)))
     result = channel.deliver_round()
-    assert [s.value for s in result.applied] == ["508,000"]
+    # the statement that conflicts with nothing enters the sender's and the recipient's states
+    assert [(s.agent, s.value) for s in result.applied] == [("thread1", "508,000"), ("assembler", "508,000")]
     assert ws.global_state() == result.applied
     (record,) = result.escalations
     assert [(s.agent, s.value) for s in record.statements] == [("thread1", "Sacramento"), ("thread2", "Los Angeles")]
     assert record.message_seqs == (m1.seq, m2.seq) and record.round == 1 and "one value" in record.reason
+    assert (record.kind, record.source) == ("concurrent", "channel")
     escalate = ws.events()[-1]
     assert escalate.seq == record.seq and escalate.type == "escalate" and escalate.payload["to"] == "supervisor"
     round_event = next(e for e in ws.events() if e.type == "round")
     assert escalate.parent_seq == round_event.seq
     assert round_event.payload["escalated"] == [[["thread1", sac.id], ["thread2", la.id]]]
+
+
+def test_an_assert_the_sender_already_holds_still_meets_its_rival(channel: Channel) -> None:
+    """A verifier holds its answers before it publishes them: publishing still goes through the round's check."""
+    ws = channel.workspace
+    sac, la = fact("California", "Sacramento"), fact("California", "Los Angeles")
+    held = ws.assert_statement("verifier", sac)
+    channel.post(Message("assert", "verifier", ("assembler",), (held,)))
+    channel.post(Message("assert", "verifier", ("assembler",), (ws.assert_statement("verifier", la),)))
+    result = channel.deliver_round()
+    assert result.applied == () and len(result.escalations) == 1
+    assert ws.local_state("assembler") == ()
+
+
+def test_a_reject_addressed_to_the_supervisor_is_an_escalation(channel: Channel) -> None:
+    ws = channel.workspace
+    a = ws.assert_statement("verifier", fact("A", "B"))
+    b = ws.assert_statement("verifier", fact("C", "D", "population"))
+    reject = channel.post(Message("reject", "assembler", ("supervisor",), (a, b),
+                                  {"reason": "step 2 never mentions B", "escalation": "bridge"}))
+    result = channel.deliver_round()
+    (record,) = result.escalations
+    assert (record.kind, record.source, record.message_seqs) == ("bridge", "assembler", (reject.seq,))
+    assert record.statements == (a, b) and record.reason == "step 2 never mentions B"
+    assert result.retracted == () and ws.holders(a.id) == ["verifier"]  # nothing is taken out: the supervisor decides
 
 
 def test_reject_retracts_from_recipients_only(channel: Channel) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from reagent_local.core import events as ev
 from reagent_local.core.channel import Channel, Message
 from reagent_local.core.conflicts import ConflictChecker, Verdict, minimal_conflict_set
 from reagent_local.core.knowledge import Statement, make_statement
@@ -33,8 +34,8 @@ class NoConflictJudge:
 
 
 def say(channel: Channel, sender: str, statement: Statement) -> Statement:
-    """Post one assert to the assembler and deliver it; returns the applied (stamped) statement."""
-    channel.post(Message("assert", sender, ("assembler",), (statement,)))
+    """Broadcast one assert (only the sender holds it) and deliver it; returns the applied (stamped) statement."""
+    channel.post(Message("assert", sender, ("*",), (statement,)))
     result = channel.deliver_round()
     assert result.escalations == ()
     (applied,) = result.applied
@@ -89,8 +90,8 @@ def test_sacramento_scenario(tmp_path: Path) -> None:
     state_before_global = ws.global_state()
     assert values(state_before_global) == [olympics.text, "Sacramento", "508,000", "Los Angeles"]
     assert not checker.is_consistent(state_before_global)
-    ws.note("assembler", "escalate", {"to": "supervisor", "reason": "two capitals of California",
-                                      "statements": [s.id for s in state_before_global]})
+    ws.record("assembler", ev.Escalate(to="supervisor", round=channel.round, reason="two capitals of California",
+                                       statements=state_before_global, source="assembler"))
 
     judge_calls_before = judge.calls
     mcs = minimal_conflict_set(list(state_before_global), checker)
@@ -100,8 +101,8 @@ def test_sacramento_scenario(tmp_path: Path) -> None:
     assert culprit == la
     target = ws.checkpoint_before([culprit])
     assert target == before_thread2
-    ws.note("supervisor", "conflict_set", {"statements": [s.id for s in mcs], "discard": culprit.id,
-                                           "checkpoint": target.id})
+    ws.record("supervisor", ev.ConflictSet(statements=tuple(s.id for s in mcs), texts=tuple(s.text for s in mcs),
+                                           discard=culprit.id, reason="two capitals", checkpoint=target.id))
     discarded = ws.rollback_global(target.id, "capital(California): Sacramento vs Los Angeles")
     assert discarded == [la]
 

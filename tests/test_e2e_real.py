@@ -26,7 +26,7 @@ def setting(tmp_path_factory, request):
     if not data.is_file():
         pytest.skip(f"shared HotpotQA sample not found at {data}")
     model_path = pulled_model("qwen2.5-coder-1.5b")
-    from reagent_local.api import load_llm
+    from reagent_local.wiring import load_llm
     from reagent_local.retrieval import Index, build_index
 
     records = {r["_id"][:8]: r for r in json.loads(data.read_text())}

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import append_raw
 from reagent_local.core import events as ev
 from reagent_local.core.channel import Channel, Message
 from reagent_local.core.conflicts import Verdict
@@ -170,7 +171,7 @@ def test_payloads_of_the_old_code_path_decode(kind, payload, body):
     assert ev.decode(_old(kind, payload), strict=True) == body
 
 
-def test_the_channel_and_note_written_events_decode(path):
+def test_the_channel_and_old_writers_events_decode(path):
     with EventLog(path) as log:
         ws = Workspace.start(log, "q", {})
         channel = Channel(ws)
@@ -178,8 +179,8 @@ def test_the_channel_and_note_written_events_decode(path):
         channel.post(Message("assert", "retriever", ("assembler",), (LA,)))
         result = channel.deliver_round()
         ws.record_judgement("verifier", SAC, LA, Verdict(True, "two capitals"), cached=False)
-        ws.note("supervisor", "conflict_set", OLD_PAYLOADS[0][1])
-        bodies = [ev.decode(e, strict=True) for e in ws.events()]
+        append_raw(ws, "supervisor", "conflict_set", OLD_PAYLOADS[0][1])
+        bodies = [ev.decode(e, strict=True) for e in log.events(ws.run_id)]
     kinds = [type(b) for b in bodies]
     assert kinds == [ev.Checkpoint, ev.Message, ev.Message, ev.Round, ev.Escalate, ev.Judgement, ev.ConflictSet]
     first, escalate, judged = bodies[1], bodies[4], bodies[5]

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from reagent_local import log as logmod
+from reagent_local.core import log as logmod
 from reagent_local.errors import LogError, RunNotFoundError
 from reagent_local.core.log import SCHEMA_VERSION, EventLog
 

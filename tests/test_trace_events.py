@@ -10,6 +10,7 @@ import re
 import pytest
 from rich.console import Console
 
+from conftest import append_raw
 from reagent_local.core import events as ev
 from reagent_local.core.channel import Channel, Message
 from reagent_local.core.knowledge import make_statement
@@ -47,7 +48,7 @@ def typed_run(log: EventLog) -> str:
                                            discard=liberty.id, reason="two roads disagree", checkpoint=cp.id,
                                            affected_steps=[1], source="two-roads"))
     ws.rollback_global(cp.id, "conflict: two roads disagree")
-    ws.note("controller", "skipped", {"reason": "a payload without its step"})
+    append_raw(ws, "controller", "skipped", {"reason": "a payload without its step"})
     ws.record("controller", ev.Answer(answer="Statue of Liberty", uncertain=True, reason="two roads disagreed",
                                       rules=["either-or-options"]))
     ws.finish("Statue of Liberty", "ok", {"uncertain_reason": "two roads disagreed"}, uncertain=True)

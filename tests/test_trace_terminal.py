@@ -55,7 +55,7 @@ def test_timeline_shows_the_conflict_set_messages_rounds_and_answer(log):
     flat = " ".join(text.split())
     assert "MINIMAL CONFLICT SET" in flat
     assert "✗ given up" in flat and "• kept" in flat
-    for kind in ("assert → assembler", "inform → verifier", "reject → retriever", "reject → supervisor"):
+    for kind in ("assert → assembler", "inform → verifier", "reject → retriever", "escalates to supervisor"):
         assert kind in flat
     rounds = [int(r) for r in re.findall(r"\br(\d+)\b", text)]
     assert rounds == sorted(rounds) and rounds[0] == 1  # rounds in order

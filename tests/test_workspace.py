@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reagent_local.core import events as ev
 from reagent_local.core.conflicts import ConflictChecker, Verdict
 from reagent_local.errors import RunNotFoundError
 from reagent_local.core.knowledge import KnowledgeState, Statement, make_statement
@@ -47,7 +48,7 @@ def test_retract_and_errors(ws: Workspace) -> None:
     event = ws.events()[-1]
     assert (event.type, event.agent, event.payload) == ("retract", "v", {"statement_id": s.id, "reason": "wrong"})
     with pytest.raises(ValueError, match="changes the state"):
-        ws.note("v", "assert", {})
+        ws.record("v", ev.Assert(statement=fact("C", "D")))
     with pytest.raises(ValueError, match="not a checkpoint"):
         ws.rollback_global(99, "no such checkpoint")
 

@@ -1,5 +1,9 @@
 """Answer-Assembler (A_A): composes the final answer and finds cross-step contradictions.
 
+The enabled ``assemble`` rules (reagent_local.rules.assemble_rules) decide clear cases
+in code: a chain answered by its last step, comparisons of dates and numbers, "both"
+and "the same ..." questions, an option named by a step; the model is asked otherwise
+(grammar-bound to the question's two options when the ``option-grammar`` rule applies).
 Two kinds of contradiction between sub-questions are escalated to the Supervisor:
 verified statements whose values cannot both hold (the core's rules), and a bridge
 that does not hold: step j was asked about answer #k, yet none of step j's evidence
@@ -14,12 +18,15 @@ from typing import Sequence
 from ..core.conflicts import ConflictChecker
 from ..core.knowledge import Statement
 from ..prompts import render_messages
+from ..rules import RuleSet
+from ..rules.assemble_rules import grammar_options
+from ..text import normalize
 from . import PROMPTS, Caller
-from .compare import both_yes, compare, matching_option, options, same_answer
-from .evidence import grounded_in, is_unknown, is_yes_no_question, normalize
+from .evidence import grounded_in, is_unknown
 from .schemas import FinalAnswer, option_answer
 
 AGENT = "assembler"
+OPTION_GRAMMAR = "option-grammar"
 
 
 @dataclass(frozen=True)
@@ -43,33 +50,21 @@ class StepResult:
     depends_on: tuple[int, ...]
 
 
-def is_chain(steps: Sequence[StepResult]) -> bool:
-    """True when the last step (transitively) uses the answer of every other step."""
-    if not steps:
-        return False
-    needed, frontier = {steps[-1].index}, [steps[-1]]
-    by_index = {s.index: s for s in steps}
-    while frontier:
-        step = frontier.pop()
-        for k in step.depends_on:
-            if k not in needed and k in by_index:
-                needed.add(k)
-                frontier.append(by_index[k])
-    return needed == {s.index for s in steps}
+@dataclass(frozen=True)
+class Assembly:
+    """The final answer and the rule that decided it (None: the model did)."""
 
-
-def _local_deps(step: StepResult, steps: Sequence[StepResult]) -> tuple[int, ...]:
-    """A step's dependencies as positions in ``steps`` (steps may be a subset of the plan)."""
-    position = {s.index: i for i, s in enumerate(steps)}
-    return tuple(position[k] for k in step.depends_on if k in position)
+    answer: str
+    rule: str | None = None
 
 
 class AnswerAssembler:
     """Final answer from verified partial answers; escalates what does not fit together."""
 
-    def __init__(self, call: Caller, checker: ConflictChecker) -> None:
+    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet) -> None:
         self.call = call
         self.checker = checker
+        self.rules = rules
 
     def contradictions(self, steps: Sequence[StepResult]) -> list[Escalation]:
         """Cross-step value conflicts (rules only) and broken bridges."""
@@ -94,32 +89,20 @@ class AnswerAssembler:
                     found.append(Escalation((earlier.statement, step.statement), reason, "bridge"))
         return found
 
-    def assemble(self, question: str, steps: Sequence[StepResult]) -> str:
-        """The final short answer.
-
-        A chain (every step feeds the last one) is answered by its last step, as is a
-        single step; only comparisons and other joins need the model to combine facts.
-        """
-        yes_no = is_yes_no_question(question)
-        opts = None if yes_no else options(question)
-        if not yes_no and is_chain(steps):
-            if opts is None or matching_option(steps[-1].answer, opts):
-                return steps[-1].answer
-            # an "A or B?" question whose chain ended on neither option: decide below
-        answers, deps = [s.answer for s in steps], [_local_deps(s, steps) for s in steps]
-        if yes_no:
-            decided = both_yes(question, answers) or same_answer(question, [s.question for s in steps], answers, deps)
-        else:
-            decided = compare(question, [s.question for s in steps], answers, deps)
-        if decided is not None:
-            return decided
-        if opts is not None:
-            for step in reversed(steps):
-                option = matching_option(step.answer, opts)
-                if option is not None:
-                    return option
+    def assemble(self, question: str, steps: Sequence[StepResult]) -> Assembly:
+        """The final short answer: the first enabled assemble rule that decides, else the model."""
+        if not steps:
+            return Assembly("unknown")
+        for rule in self.rules.active("assemble"):
+            decided = rule.fn(question, steps)
+            if decided is not None:
+                self.rules.fire(rule.name, detail=f"answer {decided!r}")
+                return Assembly(decided, rule.name)
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
-        # an "A or B?" question is answered with A or B: the grammar offers nothing else
-        schema = option_answer(opts) if opts is not None and len(set(opts)) == 2 else FinalAnswer
-        return " ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split())
+        options = grammar_options(question, steps) if self.rules.on(OPTION_GRAMMAR) else None
+        schema = FinalAnswer
+        if options is not None:
+            self.rules.fire(OPTION_GRAMMAR, detail=" | ".join(options))
+            schema = option_answer(options)
+        return Assembly(" ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split()))

@@ -1,10 +1,18 @@
-"""Controller (A_C): reliability scores, challenges, overrides and the per-question budget.
+"""Controller (A_C): the per-question budget, reliability scores, skips, overrides and challenges.
+
+Its decisions are values the loop carries out:
+
+- :meth:`Controller.skip`: a step whose input step found no answer is not attempted;
+- :meth:`Controller.override`: when the verifier gives up on a step, keep the best
+  usable candidate (marked uncertain) or none;
+- :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
+  statements that won them are checked again with fresh evidence;
+- :meth:`Controller.may_roll_back`: global rollbacks are bounded per question.
 
 Reliability starts at 1.0 for every agent, drops when a statement of that agent is
-discarded and recovers a little when one survives to the final answer. After
-``challenge_after`` conflicts on one sub-question the controller challenges it: a
-fresh retrieval and verification of that step. When the budget runs out it stops
-the loop and the pipeline returns the best-supported answer marked uncertain.
+discarded and recovers a little when one survives to the final answer; the supervisor
+weighs confidence by it. When the budget runs out the loop stops and returns the
+best-supported answer marked uncertain.
 """
 
 from __future__ import annotations
@@ -12,12 +20,20 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ..core.knowledge import Statement
+from ..plan import SubQuestion
+from ..rules import RuleSet, answer_type_problem
+from .evidence import is_unknown
+from .verifier import Attempt
 
 AGENT = "controller"
+OVERRIDE_CONFIDENCE = 0.4  # a kept candidate that failed its checks is never trusted more than this
 
 
 class BudgetExhausted(Exception):
-    """Raised inside the pipeline when a per-question budget is spent (not a user error)."""
+    """Raised inside the loop when a per-question budget is spent (not a user error)."""
 
     def __init__(self, what: str) -> None:
         self.what = what
@@ -46,14 +62,50 @@ class Budget:
             raise BudgetExhausted(f"{self.max_seconds:.0f} seconds")
 
 
+@dataclass(frozen=True)
+class Skip:
+    """Do not attempt a step: an answer it needs is missing."""
+
+    step: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Override:
+    """What to keep of a step the verifier gave up on: an attempt (uncertain) or nothing."""
+
+    step: int
+    attempt: Attempt | None
+    decision: str
+
+    @property
+    def statement(self) -> Statement | None:
+        """The kept attempt's statement, its confidence capped."""
+        if self.attempt is None:
+            return None
+        capped = min(self.attempt.confidence, OVERRIDE_CONFIDENCE)
+        return self.attempt.candidate.to_statement(capped)
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """Re-check a statement that keeps winning conflicts, with fresh evidence."""
+
+    step: int
+    statement: Statement
+
+
 @dataclass
 class Controller:
-    """Keeps reliability scores and decides when to challenge or stop."""
+    """Keeps reliability scores and decides when to skip, override, challenge or stop."""
 
+    rules: RuleSet
     challenge_after: int = 2
+    max_rollbacks: int = 2
     reliability: dict[str, float] = field(default_factory=dict)
     conflicts_per_step: Counter = field(default_factory=Counter)
     challenged: set[int] = field(default_factory=set)
+    rollbacks: int = 0
 
     def score(self, agent: str) -> float:
         """An agent's reliability in (0, 1]."""
@@ -69,11 +121,38 @@ class Controller:
         self.reliability[agent] = round(min(1.0, self.score(agent) + 0.05), 4)
         return self.reliability[agent]
 
-    def record_conflict(self, step: int) -> int:
-        """Count a conflict on a step; returns how many it has had."""
-        self.conflicts_per_step[step] += 1
-        return self.conflicts_per_step[step]
+    def skip(self, sub: SubQuestion, answers: Mapping[int, str]) -> Skip | None:
+        """Skip a step that uses an answer no step found ("Where was unknown born?")."""
+        unanswered = [k + 1 for k in sub.depends_on if is_unknown(answers.get(k, ""))]
+        if unanswered:
+            return Skip(sub.index, f"depends on unanswered step(s) {unanswered}")
+        return None
 
-    def should_challenge(self, step: int) -> bool:
-        """Repeated conflicts on a step not challenged yet."""
-        return self.conflicts_per_step[step] >= self.challenge_after and step not in self.challenged
+    def override(self, question: str, attempts: Sequence[Attempt], *, step: int) -> Override:
+        """Depth exhausted: keep the most confident usable candidate (never one of the wrong type)."""
+        usable = [a for a in attempts if not is_unknown(a.candidate.answer) and not a.check.kg_conflicts
+                  and not answer_type_problem(question, a.candidate.answer, self.rules, step=step)]
+        if not usable:
+            return Override(step, None, "no usable answer")
+        return Override(step, max(usable, key=lambda a: a.confidence), "keep best candidate")
+
+    def may_roll_back(self) -> bool:
+        """A global rollback is allowed (each question gets at most ``max_rollbacks``)."""
+        return self.rollbacks < self.max_rollbacks
+
+    def count_rollback(self) -> None:
+        """A global rollback happened."""
+        self.rollbacks += 1
+
+    def challenges(self, step: int, kept: Sequence[Statement]) -> list[Challenge]:
+        """Count a conflict on ``step``; after repeated ones, challenge the statements that won them."""
+        self.conflicts_per_step[step] += 1
+        if self.conflicts_per_step[step] < self.challenge_after:
+            return []
+        out = []
+        for statement in kept:
+            target = statement.subquestion
+            if isinstance(target, int) and target not in self.challenged:
+                self.challenged.add(target)
+                out.append(Challenge(target, statement))
+        return out

@@ -1,4 +1,4 @@
-"""Evidence shown to agents and the cheap deterministic checks run on answers.
+"""Evidence shown to agents, and the grounding check run on answers.
 
 Passages are data: they are flattened to one line each (so a passage cannot forge a
 new prompt line such as ``Question: ...``) and numbered, and a passage that reads like
@@ -8,10 +8,10 @@ an instruction to the model is flagged so an answer citing it is rejected.
 from __future__ import annotations
 
 import re
-import string
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Sequence
+
+from ..text import NUMBER_WORDS, digits_for_number_words, normalize
 
 _INSTRUCTION = re.compile(
     r"\b(ignore|disregard|forget)\b.{0,40}\b(instructions?|prompt|rules|above)\b"
@@ -20,24 +20,6 @@ _INSTRUCTION = re.compile(
     r"|\bsystem prompt\b",
     re.IGNORECASE,
 )
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_YES_NO_START = re.compile(r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
-_NEEDS_PLACE_OR_NAME = re.compile(
-    r"^(where|who|whom|whose"
-    r"|(in |from )?(what|which) (city|country|town|state|place|county|province|region|continent|nationality)"
-    r"|(what|which) (is|was) the (place|city|country|town|birthplace|nationality))\b", re.I)
-_DATE_WORDS = re.compile(
-    r"\b(january|february|march|april|may|june|july|august|september|october|november|december"
-    r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\b\d+(st|nd|rd|th|s)?\b|\b(ad|bc|bce|ce|c|circa)\b",
-    re.I)
-_NEEDS_NUMBER = re.compile(r"^(when|what year|in what year|in which year|which year|what date|on what date|how many|how much|how old|how long|what is the population|what was the population)\b", re.I)
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-} | {word: str(10 * tens) for tens, word in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)}
 UNKNOWN = {"unknown", "none", "n/a", "no answer", "not found", "not mentioned", "not given", ""}
 
 
@@ -101,27 +83,9 @@ def format_evidence(evidence: Evidence) -> str:
     return "\n".join(lines)
 
 
-def normalize(text: str) -> str:
-    """Lowercase, strip accents, punctuation and articles, collapse spaces."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    text = "".join(" " if c in string.punctuation else c for c in text)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
 def is_unknown(answer: str) -> bool:
     """The model said it could not answer."""
     return normalize(answer) in UNKNOWN or normalize(answer).startswith("unknown")
-
-
-def is_yes_no_question(question: str) -> bool:
-    """Questions answered by yes or no start with an auxiliary verb."""
-    return bool(_YES_NO_START.match(question.strip()))
-
-
-def digits_for_number_words(normalized: str) -> str:
-    """Small number words as digits ("five films" -> "5 films"), so "5" and "five" match."""
-    return " ".join(_NUMBER_WORDS.get(word, word) for word in normalized.split())
 
 
 def grounded_in(answer: str, texts: Sequence[str]) -> bool:
@@ -133,7 +97,7 @@ def grounded_in(answer: str, texts: Sequence[str]) -> bool:
     norm = normalize(answer)
     if not norm:
         return False
-    numeric = any(c.isdigit() for c in norm) or any(w in _NUMBER_WORDS for w in norm.split())
+    numeric = any(c.isdigit() for c in norm) or any(w in NUMBER_WORDS for w in norm.split())
     if numeric:
         norm = digits_for_number_words(norm)
     words = norm.split()
@@ -147,29 +111,3 @@ def grounded_in(answer: str, texts: Sequence[str]) -> bool:
         if len(words) > 1 and sum(w in hay_words for w in words) >= max(2, round(0.75 * len(words))):
             return True
     return False
-
-
-def answer_type_problem(question: str, answer: str) -> str | None:
-    """Why the answer's type does not fit the question, or None."""
-    norm = normalize(answer)
-    if is_yes_no_question(question):
-        if norm not in {"yes", "no"}:
-            return f"the question asks yes or no but the answer is {answer!r}"
-        return None
-    if norm in {"yes", "no"}:
-        return "the question is not a yes/no question"
-    if _NEEDS_NUMBER.match(question.strip()) and not any(ch.isdigit() for ch in answer) and not re.search(
-        r"\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|billion|century)\b", answer, re.I
-    ):
-        return f"the question asks for a date or number but the answer {answer!r} has none"
-    if _NEEDS_PLACE_OR_NAME.match(question.strip()) and is_date_or_number(answer):
-        return f"the question asks for a place or a name but the answer {answer!r} is a date or number"
-    return None
-
-
-def is_date_or_number(answer: str) -> bool:
-    """Only digits, month names and era words ("1 October 1895", "1890s", "c. 300 BC")."""
-    if not any(ch.isdigit() for ch in answer):
-        return False
-    rest = _DATE_WORDS.sub(" ", answer)
-    return not re.search(r"[^\W\d_]", rest)

@@ -1,14 +1,20 @@
-"""Retriever (A_R): hybrid search for one sub-question, reformulation on local backtrack.
+"""Retriever (A_R): hybrid search for one sub-question; searches again when its evidence is rejected or challenged.
 
 Sparse and dense searches run inside ``Index.search(mode="hybrid")`` in parallel and
 are fused by reciprocal rank. Knowledge-graph triples of the entities named in the
-sub-question come beside the passages, each with its provenance passage id.
+sub-question come beside the passages, each with its provenance passage id. The
+retriever reads its inbox: a verifier's ``reject`` (the evidence did not yield a
+usable answer) makes it write a new query; a controller's ``challenge`` makes it
+search afresh without the passages the challenged answer came from.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Iterable, Protocol, Sequence
 
+from ..core.channel import Message
 from ..prompts import render_messages
 from . import PROMPTS, Caller
 from .evidence import Evidence, EvidencePassage, Fact, flatten, looks_like_instruction
@@ -24,6 +30,16 @@ class SearchIndex(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SearchRequest:
+    """The retriever's decision after reading its inbox: search again for one step."""
+
+    step: int
+    query: str
+    exclude: tuple[str, ...] = ()
+    restart: bool = False  # a challenge: the step is solved afresh
+
+
 class RetrieverAgent:
     """Turns a query into evidence; asks the model for a better query when one failed."""
 
@@ -36,10 +52,23 @@ class RetrieverAgent:
         self.passage_chars = passage_chars
         self.kg = kg
         self.kg_facts = kg_facts
+        self._prefetched: dict[str, Future] = {}
 
-    def retrieve(self, query: str, *, exclude: Iterable[str] = ()) -> Evidence:
+    def prefetch(self, queries: Sequence[str]) -> None:
+        """Start searching for independent steps concurrently while the model works on the first one."""
+        if len(queries) < 2:
+            return
+        pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieve")
+        for query in queries:
+            self._prefetched[query] = pool.submit(self.retrieve, query)
+        pool.shutdown(wait=False)
+
+    def retrieve(self, query: str, *, exclude: Iterable[str] = (), prefetched: bool = False) -> Evidence:
         """Top passages for the query, skipping excluded passage ids, plus graph facts."""
         excluded = set(exclude)
+        future = self._prefetched.pop(query, None) if prefetched and not excluded else None
+        if future is not None:
+            return future.result()
         hits = self.index.search(query, k=self.top_k + len(excluded), mode=self.mode)
         passages = []
         for hit in hits:
@@ -52,6 +81,18 @@ class RetrieverAgent:
                 break
         return Evidence(query=query, passages=tuple(passages), facts=self._facts(query))
 
+    def gather(self, question: str, step_evidence: Sequence[Evidence | None], per_step: int = 2) -> Evidence:
+        """Evidence for the whole question: its own search plus the best passages the steps found."""
+        evidence = self.retrieve(question)
+        seen = {p.id for p in evidence.passages}
+        extra: list[EvidencePassage] = []
+        for found in step_evidence:
+            for passage in (found.passages[:per_step] if found else ()):
+                if passage.id not in seen:
+                    seen.add(passage.id)
+                    extra.append(passage)
+        return Evidence(evidence.query, evidence.passages + tuple(extra[: self.top_k]), evidence.facts)
+
     def _facts(self, query: str) -> tuple[Fact, ...]:
         """Infobox triples of the entities the query names (none without a graph)."""
         if self.kg is None:
@@ -62,6 +103,19 @@ class RetrieverAgent:
             facts.append(Fact(t.subject, t.relation, t.value, t.passage_id,
                               f"{t.subject}: {t.relation.replace('_', ' ')} = {shown}"))
         return tuple(facts)
+
+    def read(self, inbox: Sequence[Message]) -> list[SearchRequest]:
+        """What to search next: a new query for each rejected step, a fresh search for each challenged one."""
+        requests = []
+        for message in inbox:
+            body = message.payload
+            if message.type == "reject" and "step" in body:
+                query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"])
+                requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ()))))
+            elif message.type == "challenge" and "step" in body:
+                requests.append(SearchRequest(body["step"], body["question"], tuple(body.get("exclude", ())),
+                                              restart=True))
+        return requests
 
     def reformulate(self, question: str, previous: str, reason: str, hints: Sequence[str]) -> str:
         """A new query for the sub-question, written by the model from what failed."""

@@ -10,11 +10,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-Relation = Literal[
-    "capital", "largest_city", "birth_date", "birth_place", "death_date", "death_place",
-    "population", "country", "director", "author", "founded", "located_in", "spouse",
-    "release_date", "nationality", "other",
-]
+from ..core.relations import ALL_RELATIONS
+
+# the relations a statement may name (one source: core/relations.py), or "other"
+Relation = Literal[tuple(sorted(ALL_RELATIONS - {"answer"})) + ("other",)]  # type: ignore[valid-type]
 
 
 class Decomposition(BaseModel):

@@ -1,23 +1,29 @@
-"""Verifier (A_V): answers a sub-question from evidence and checks the answer.
+"""Verifier (A_V): answers a sub-question from evidence, checks the answer, decides what happens next.
 
 Cheap deterministic checks come first (DESIGN 5b): an answer the model could not give,
 a span absent from the passages it cites, a cited passage that reads like an
-instruction, an answer whose type does not fit the question, a value that contradicts
-a knowledge-graph fact. Only pairs the rules cannot decide go to the LLM judge.
+instruction, an answer whose type does not fit the question (the ``check`` rules), a
+value that contradicts a knowledge-graph fact. Only pairs the rules cannot decide go
+to the LLM judge. The verifier's decision on a step's attempts is a value:
+:class:`Accept`, :class:`Retry` (a local backtrack: new evidence, a new query) or
+:class:`GiveUp` (the controller decides what to keep).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, Union
 
-from ..core.conflicts import ConflictChecker, Verdict, check_against_facts, normalize_value
+from ..core.channel import Message
+from ..core.conflicts import ConflictChecker, Verdict, check_against_facts
 from ..core.knowledge import Statement, make_statement
-from ..prompts import render_messages
 from ..core.relations import ALL_RELATIONS
+from ..prompts import render_messages
+from ..rules import RuleSet, answer_type_problem
+from ..dates import YEAR
+from ..text import normalize
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, answer_type_problem, format_evidence, grounded_in, is_unknown
+from .evidence import Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown
 from .schemas import ConflictJudgement, SubAnswer
 
 AGENT = "verifier"
@@ -35,14 +41,14 @@ class Candidate:
     relation: str
 
     def to_statement(self, confidence: float) -> Statement:
-        """The statement the verifier asserts when the candidate passes."""
+        """The statement the verifier holds for this candidate."""
         structured = self.relation in ALL_RELATIONS and self.relation != "answer" and bool(self.subject.strip())
         provenance = [(p.id, p.score) for p in self.cited]
         text = f"{self.question} -> {self.answer}"
         if structured:
             return make_statement(text, subject=self.subject.strip(), relation=self.relation, value=self.answer,
                                   agent=AGENT, subquestion=self.subquestion, provenance=provenance, confidence=confidence)
-        if normalize_value(self.answer) in {"yes", "no"}:
+        if normalize(self.answer) in {"yes", "no"}:
             return make_statement(text, subject=f"#{self.subquestion + 1}", relation="answer", value=self.answer,
                                   agent=AGENT, subquestion=self.subquestion, provenance=provenance, confidence=confidence)
         # free text: two answers to one sub-question are compared by the LLM judge, not by string rules
@@ -52,7 +58,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Check:
-    """The verifier's verdict on a candidate."""
+    """What the checks found wrong with a candidate."""
 
     problems: tuple[str, ...] = ()
     kg_conflicts: tuple[tuple[Statement, Verdict], ...] = ()
@@ -62,6 +68,66 @@ class Check:
     @property
     def ok(self) -> bool:
         return not self.problems and not self.kg_conflicts and not self.own_conflicts
+
+    def reasons(self) -> list[str]:
+        """Every problem as one readable reason."""
+        reasons = list(self.problems)
+        reasons += [f"contradicts the infobox fact {f.text!r}" for f, _ in self.kg_conflicts]
+        reasons += [f"contradicts verified {h.text!r}: {v.reason}" for h, v in self.own_conflicts]
+        return reasons
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try at a step: the query, its evidence, the candidate answer, its check and confidence."""
+
+    query: str
+    evidence: Evidence
+    candidate: Candidate
+    check: Check
+    confidence: float
+
+    @property
+    def statement(self) -> Statement:
+        """The statement the verifier holds for this attempt."""
+        return self.candidate.to_statement(self.confidence)
+
+
+@dataclass(frozen=True)
+class Accept:
+    """The attempt stands; ``retract`` are weaker statements of this step it replaces."""
+
+    attempt: Attempt
+    retract: tuple[Statement, ...] = ()
+    uncertain: bool = False  # accepted unchecked (no local backtracking)
+    name = "accept"
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(self.attempt.check.reasons())
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A local backtrack: drop the attempt, ask the retriever for new evidence."""
+
+    attempt: Attempt
+    reasons: tuple[str, ...]
+    exclude: tuple[str, ...]  # passage ids never to show again (instructions)
+    hints: tuple[str, ...]  # titles of the passages seen, for the new query
+    name = "retry"
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """Retries are spent (or repeat themselves): the controller decides what to keep."""
+
+    attempt: Attempt
+    reasons: tuple[str, ...]
+    name = "give_up"
+
+
+Decision = Union[Accept, Retry, GiveUp]
 
 
 class LLMJudge:
@@ -76,25 +142,37 @@ class LLMJudge:
         return Verdict(result.value.contradict, "LLM judge: " + ("contradict" if result.value.contradict else "compatible"))
 
 
-_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
-
-
 def _values_agree(a: str, b: str) -> bool:
     """Values that differ only by qualification ('Montgomery' / 'Montgomery, Alabama') or
     by date precision and format ('February 12, 1809' / '1809-02-12')."""
-    ya, yb = set(_YEAR.findall(a)), set(_YEAR.findall(b))
+    ya, yb = set(YEAR.findall(a)), set(YEAR.findall(b))
     if ya and yb:
         return bool(ya & yb)
-    ta, tb = set(normalize_value(a).split()), set(normalize_value(b).split())
+    ta, tb = set(normalize(a).split()), set(normalize(b).split())
     return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
 
 
-class Verifier:
-    """Answers from evidence, checks the answer, reports what is wrong with it."""
+def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> float:
+    """A confidence in [0, 1] from evidence rank, grounding and graph support."""
+    if not evidence.passages:
+        return 0.1
+    best_rank = min((evidence.passages.index(p) for p in candidate.cited if p in evidence.passages),
+                    default=len(evidence.passages))
+    score = 0.55 + 0.25 * (1 - best_rank / max(1, len(evidence.passages)))
+    if check.kg_supports:
+        score += 0.15
+    if check.problems:
+        score -= 0.3
+    return round(min(1.0, max(0.05, score)), 3)
 
-    def __init__(self, call: Caller, checker: ConflictChecker) -> None:
+
+class Verifier:
+    """Answers from evidence, checks the answer, and decides: accept, retry or give up."""
+
+    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet) -> None:
         self.call = call
         self.checker = checker
+        self.rules = rules
 
     def answer(self, index: int, question: str, evidence: Evidence) -> Candidate:
         """Ask the model for a span answer with the passages it used."""
@@ -108,18 +186,28 @@ class Verifier:
             cited = containing or cited
         return Candidate(index, question, answer, cited, value.subject, value.relation)
 
+    def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
+                facts: Iterable[Statement] = (), rejected: Iterable[str] = ()) -> Attempt:
+        """Check a candidate (against ``held``, its own statements, and graph ``facts``) and score it."""
+        check = self.check(candidate, evidence, verified=held, facts=facts)
+        if candidate.answer in set(rejected):
+            check = Check(check.problems + (f"{candidate.answer!r} was discarded by the supervisor",),
+                          check.kg_conflicts, check.kg_supports, check.own_conflicts)
+        return Attempt(query, evidence, candidate, check, confidence_of(candidate, evidence, check))
+
     def check(self, candidate: Candidate, evidence: Evidence, *, verified: Sequence[Statement] = (),
               facts: Iterable[Statement] = ()) -> Check:
         """Deterministic checks, then graph facts, then the verifier's own verified statements."""
         problems: list[str] = []
         if is_unknown(candidate.answer):
             return Check(problems=("no passage answers the question",))
-        type_problem = answer_type_problem(candidate.question, candidate.answer)
+        type_problem = answer_type_problem(candidate.question, candidate.answer, self.rules,
+                                           step=candidate.subquestion)
         if type_problem:
             problems.append(type_problem)
         if any(p.suspicious for p in candidate.cited):
             problems.append("a cited passage contains instructions, not facts")
-        is_yes_no = normalize_value(candidate.answer) in {"yes", "no"}
+        is_yes_no = normalize(candidate.answer) in {"yes", "no"}
         # the title is part of the passage: "Fraser Valley Regional District" may only be named there
         texts = [f"{p.title}: {p.text}" for p in (candidate.cited or evidence.passages)]
         if not is_yes_no and not grounded_in(candidate.answer, texts + [f.text for f in evidence.facts]):
@@ -128,7 +216,8 @@ class Verifier:
         kg_conflicts, kg_supports = (), ()
         if statement.structured and statement.relation != "answer":
             fact_check = check_against_facts(statement, facts, self.checker.rules)
-            kg_conflicts = tuple((f, v) for f, v in fact_check.conflicts if not _values_agree(f.value or "", statement.value or ""))
+            kg_conflicts = tuple((f, v) for f, v in fact_check.conflicts
+                                 if not _values_agree(f.value or "", statement.value or ""))
             kg_supports = fact_check.supports
         own = []
         for held in verified:
@@ -139,15 +228,38 @@ class Verifier:
                     own.append((held, verdict))
         return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own))
 
+    def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool) -> Decision:
+        """Accept the last attempt, retry with new evidence, or give up (retries spent or repeating)."""
+        last = attempts[-1]
+        check, statement = last.check, last.statement
+        if check.ok:
+            return Accept(last)
+        if local and not check.problems and not check.kg_conflicts and all(
+                held.confidence < statement.confidence for held, _ in check.own_conflicts):
+            # it only contradicts older, weaker answers of this step: those go, this one stays
+            return Accept(last, retract=tuple(held for held, _ in check.own_conflicts))
+        if not local:
+            return Accept(last, uncertain=True)  # the ablation without local backtracking keeps the first answer
+        reasons = tuple(check.reasons())
+        repeated = sum(normalize(a.candidate.answer) == normalize(last.candidate.answer) for a in attempts) > 1
+        if len(attempts) > retries or repeated:
+            return GiveUp(last, reasons)  # new evidence gave the same rejected answer: more retries will not help
+        exclude = tuple(p.id for p in last.candidate.cited if p.suspicious)
+        return Retry(last, reasons, exclude, tuple(p.title for p in last.evidence.passages[:3]))
 
-def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> float:
-    """A confidence in [0, 1] from evidence rank, grounding and graph support."""
-    if not evidence.passages:
-        return 0.1
-    best_rank = min((evidence.passages.index(p) for p in candidate.cited if p in evidence.passages), default=len(evidence.passages))
-    score = 0.55 + 0.25 * (1 - best_rank / max(1, len(evidence.passages)))
-    if check.kg_supports:
-        score += 0.15
-    if check.problems:
-        score -= 0.3
-    return round(min(1.0, max(0.05, score)), 3)
+    @staticmethod
+    def read(inbox: Sequence[Message]) -> list[Statement]:
+        """The statements the controller challenged: withdrawn until their steps are checked again."""
+        return [s for m in inbox if m.type == "challenge" for s in m.statements]
+
+
+def graph_facts(evidence: Evidence) -> list[Statement]:
+    """The evidence's knowledge-graph facts as statements of the agent 'kg' (for the fact check)."""
+    out = []
+    for fact in evidence.facts:
+        try:
+            out.append(make_statement(fact.text, subject=fact.subject, relation=fact.relation, value=fact.value,
+                                      agent="kg", provenance=[(fact.passage_id, 1.0)], confidence=0.9))
+        except ValueError:
+            continue  # a relation the core has no rule for: the graph fact is context only
+    return out

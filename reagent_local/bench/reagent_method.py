@@ -1,32 +1,38 @@
-"""ReAgent as a benchmark method: one ``Pipeline`` per backtracking setting, sharing the run's log."""
+"""ReAgent as a benchmark method: one pipeline per backtracking setting, wired as ``ask`` wires it.
+
+The pipeline comes from ``wiring.build_pipeline`` with the run's shared model, index and
+event log, so a benchmark gets the index's knowledge graph and the per-role models of
+the configuration exactly as ``reagent ask`` does.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
-from ..errors import BudgetExceededError, LLMOutputError, QuestionError
+from ..config import BACKTRACKING
+from ..errors import LLMOutputError, QuestionError
 from .methods import MethodContext, MethodResult, error_text
-
-BACKTRACKING = ("none", "local", "global", "both")
 
 
 class ReagentMethod:
-    """Answers with ``Pipeline.ask`` under one backtracking mode (``reagent-<mode>``)."""
+    """Answers with ``Pipeline.ask`` under one backtracking mode (``reagent-<mode>``), optionally without some rules."""
 
-    def __init__(self, ctx: MethodContext, backtracking: str) -> None:
+    def __init__(self, ctx: MethodContext, backtracking: str, without_rules: Sequence[str] = ()) -> None:
         if backtracking not in BACKTRACKING:
-            raise ValueError(f"backtracking must be one of {BACKTRACKING}, got {backtracking!r}")
-        from ..pipeline import Pipeline  # deferred: the baselines do not need it
+            raise ValueError(f"backtracking must be one of {tuple(BACKTRACKING)}, got {backtracking!r}")
+        from ..wiring import build_pipeline  # deferred: the baselines do not need it
 
         self.name = f"reagent-{backtracking}"
-        config = replace(ctx.config, pipeline=replace(ctx.config.pipeline, backtracking=backtracking))
-        self.pipeline = Pipeline(config, llm=ctx.llm, retriever=ctx.retriever, log=ctx.event_log())
+        rules = tuple(ctx.config.pipeline.rules) + tuple(f"-{name}" for name in without_rules)
+        config = replace(ctx.config, pipeline=replace(ctx.config.pipeline, backtracking=backtracking, rules=rules))
+        self.pipeline = build_pipeline(config, llm=ctx.llm, index=ctx.retriever, log=ctx.event_log())
 
     def answer(self, question: str) -> MethodResult:
-        """Run the pipeline; a model or budget failure becomes an error record, not a crash."""
+        """Run the pipeline; a model failure or a refused question becomes an error record, not a crash."""
         try:
             answer = self.pipeline.ask(question)
-        except (LLMOutputError, BudgetExceededError, QuestionError) as exc:
+        except (LLMOutputError, QuestionError) as exc:
             return MethodResult(prediction="", error=error_text(exc))
         backtracks = dict(answer.backtracks)
         return MethodResult(
@@ -38,4 +44,5 @@ class ReagentMethod:
             backtracks={"local": int(backtracks.get("local", 0)), "global": int(backtracks.get("global", 0))},
             run_id=answer.run_id,
             uncertain=answer.uncertain,
+            rules_fired=list(answer.rules_fired),
         )

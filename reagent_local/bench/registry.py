@@ -2,17 +2,22 @@
 
     from reagent_local.bench import register_method
     register_method("my-rag", lambda ctx: MyRag(ctx))
+
+A ReAgent method can also be named with rules switched off, to ablate them:
+``reagent-both-no-compare-options`` is ``reagent-both`` without the rule
+``compare-options`` (``-no-`` again for more rules).
 """
 
 from __future__ import annotations
 
 from functools import partial
 
+from ..config import BACKTRACKING
 from ..errors import BenchRunError
 from .baselines import ClosedBook, SingleStepRAG
 from .ircot import IRCoT
 from .methods import Method, MethodContext, MethodFactory
-from .reagent_method import BACKTRACKING, ReagentMethod
+from .reagent_method import ReagentMethod
 
 METHODS: dict[str, MethodFactory] = {
     "closed-book": ClosedBook,
@@ -30,9 +35,36 @@ def register_method(name: str, factory: MethodFactory, *, replace: bool = False)
     METHODS[name] = factory
 
 
+ABLATION = "-no-"
+
+
+def ablation(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """('reagent-both', ('same-x',)) for 'reagent-both-no-same-x'; None for any other name."""
+    base, *rules = name.split(ABLATION)
+    if not rules or base not in METHODS or not base.startswith("reagent-"):
+        return None
+    from ..rules import RULES
+
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        raise BenchRunError(f"unknown rule(s) in method {name!r}: {', '.join(unknown)}",
+                            hint=f"known rules: {', '.join(RULES)}")
+    return base, tuple(rules)
+
+
+def ablated(methods: list[str], rules: list[str]) -> list[str]:
+    """Each ReAgent method, then the same method without each rule in ``rules`` (the --ablate variants)."""
+    out = []
+    for name in methods:
+        out.append(name)
+        if name.startswith("reagent-") and ablation(name) is None:
+            out += [f"{name}{ABLATION}{rule}" for rule in rules]
+    return out
+
+
 def check_methods(names: list[str] | tuple[str, ...]) -> list[str]:
     """The names, deduplicated in order; unknown names raise with the list of known ones."""
-    unknown = [n for n in names if n not in METHODS]
+    unknown = [n for n in names if n not in METHODS and ablation(n) is None]
     if unknown:
         raise BenchRunError(f"unknown method(s): {', '.join(unknown)}", hint=f"known: {', '.join(METHODS)}")
     if not names:
@@ -43,6 +75,12 @@ def check_methods(names: list[str] | tuple[str, ...]) -> list[str]:
 def build_method(name: str, ctx: MethodContext) -> Method:
     """Build a registered method for this run."""
     check_methods([name])
-    method = METHODS[name](ctx)
+    rules_off = ablation(name)
+    if rules_off is not None:
+        base, rules = rules_off
+        mode = base.removeprefix("reagent-")
+        method = ReagentMethod(ctx, mode, without_rules=rules) if mode in BACKTRACKING else METHODS[base](ctx)
+    else:
+        method = METHODS[name](ctx)
     method.name = name  # the record's method name is the registry name
     return method

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ..config import Config
 from ..datasets import Question, load_questions
-from ..errors import BudgetExceededError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
+from ..errors import IndexNotFoundError, LLMOutputError, ModelNotFoundError
 from ..llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
@@ -89,7 +89,7 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
 
 def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
     """The configured GGUF model (loaded lazily on its first call) and its identity."""
-    from ..api import load_llm
+    from ..wiring import load_llm
     from ..models import find_known
 
     llm = load_llm(config.llm.model, config)
@@ -210,7 +210,7 @@ def _answer_all(sample: Sequence[Question], methods: Sequence[str], ctx: MethodC
                 start = time.perf_counter()
                 try:
                     result = built[name].answer(question.question)
-                except (LLMOutputError, BudgetExceededError) as exc:  # a user method that did not catch its own
+                except LLMOutputError as exc:  # a user method that did not catch its own
                     result = MethodResult(prediction="", error=error_text(exc))
                 record = make_record(name, question, result, time.perf_counter() - start)
                 store.append(record)

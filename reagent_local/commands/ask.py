@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..config import BACKTRACKING
 from .common import echo_json, info
 
 
@@ -11,15 +12,19 @@ from .common import echo_json, info
 @click.argument("question")
 @click.option("--index", help="Index name or path (default: config retrieval.index, enwiki-sample).")
 @click.option("--model", help="Registry model name or path to a .gguf file.")
-@click.option("--backtracking", type=click.Choice(["none", "local", "global", "both"]), help="Ablation switch.")
+@click.option("--backtracking", type=click.Choice(list(BACKTRACKING)), help="Ablation switch.")
+@click.option("--rules", default=None, metavar="SPEC",
+              help="Question-shape rules: 'all', names, '-NAME' to switch one off (`reagent rules` lists them).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def ask(question: str, index: str | None, model: str | None, backtracking: str | None, as_json: bool) -> None:
+def ask(question: str, index: str | None, model: str | None, backtracking: str | None, rules: str | None,
+        as_json: bool) -> None:
     """Answer QUESTION with the six-agent ReAgent pipeline."""
     from ..api import ReAgent
     from ..pipeline import validate_question
     from .common import config_from
 
-    config = config_from(retrieval__index=index, llm__model=model, pipeline__backtracking=backtracking)
+    config = config_from(retrieval__index=index, llm__model=model, pipeline__backtracking=backtracking,
+                         pipeline__rules=rules)
     validate_question(question, config.pipeline.max_question_chars)  # fail before loading anything
     with ReAgent.load(config=config) as agent:
         if not as_json:
@@ -34,4 +39,6 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         click.echo(f"  {number}. {sub.question}\n     -> {sub.answer}{flag}   [{titles}]")
     mark = click.style(" (uncertain: " + answer.uncertain_reason + ")", fg="yellow") if answer.uncertain else ""
     click.echo(click.style("Answer: ", bold=True) + answer.answer + mark)
+    if answer.rules_fired:
+        click.echo(click.style("rules: " + ", ".join(answer.rules_fired), dim=True))
     click.echo(click.style(answer.account_line(), dim=True))

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..bench import DEFAULT_METHODS, METHODS, run_benchmark, write_report
+from ..bench.registry import ablated
 from ..datasets import DATASETS
 from .common import config_from, info
 
@@ -34,6 +35,11 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
               help="Sampling seed: random.Random(seed).sample(filtered questions, n).")
 @click.option("--methods", multiple=True, metavar="A,B,...",
               help=f"Methods to compare (default: {','.join(DEFAULT_METHODS)}; known: {','.join(METHODS)}).")
+@click.option("--rules", default=None, metavar="SPEC",
+              help="Question-shape rules for the ReAgent methods: 'all', names, '-NAME' to switch one off "
+                   "(default: pipeline.rules; `reagent rules` lists them).")
+@click.option("--ablate", multiple=True, metavar="RULE",
+              help="Also run each ReAgent method without RULE (as reagent-<mode>-no-RULE); repeatable.")
 @click.option("--model", default=None, help="Model name from `reagent models list`, or a .gguf path.")
 @click.option("--index", "index_name", default=None, metavar="NAME",
               help="Answer over this prebuilt index (`reagent index list`) instead of the file's open-corpus index.")
@@ -41,16 +47,17 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
               help="Run folder (default: <home>/bench-runs/<dataset>[-ids-<stem>][-minus-<stem>][-index-<name>]-<model>-n<N>-seed<S>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
 def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path | None, n: int | None, seed: int,
-            methods: tuple[str, ...], model: str | None, index_name: str | None, out: Path | None,
-            resume: bool) -> None:
+            methods: tuple[str, ...], rules: str | None, ablate: tuple[str, ...], model: str | None,
+            index_name: str | None, out: Path | None, resume: bool) -> None:
     """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png.
 
     Questions are filtered by --ids / --exclude-ids first, then --n are drawn with --seed.
     """
     from rich.console import Console
 
-    config = config_from(llm__model=model)
-    outcome = run_benchmark(dataset, file, config=config, n=n, seed=seed, methods=_split_methods(methods),
+    config = config_from(llm__model=model, pipeline__rules=rules)
+    chosen = ablated(_split_methods(methods), [r.strip() for value in ablate for r in value.split(",") if r.strip()])
+    outcome = run_benchmark(dataset, file, config=config, n=n, seed=seed, methods=chosen,
                             out=out, resume=resume, console=Console(stderr=True), ids=ids_file,
                             exclude_ids=exclude_file, index=index_name)
     if outcome.dropped_torn_line:

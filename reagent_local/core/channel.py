@@ -1,11 +1,18 @@
 """The messaging channel: typed messages, rounds, merging, escalation, and the logical clock.
 
 Agents never call each other: they ``post`` messages, and ``deliver_round`` delivers
-everything posted since the last round together. Within a round, asserted
-statements are merged (the same statement posted twice counts once); two asserted
-statements that conflict are *not* applied but escalated to the supervisor as a
-:class:`ConflictRecord`; rejects retract the statements from the recipients holding
-them. Every message, round and escalation is an event in the log.
+everything posted since the last round together; each agent then reads its inbox.
+
+- ``assert``: the statements enter the sender's and the recipients' local states.
+  Within a round asserts are merged (a statement already held counts once); two
+  asserted statements that conflict are *not* applied but escalated to the
+  supervisor as a :class:`ConflictRecord`. So steps solved in the same round meet here.
+- ``reject``: the statements leave the recipients holding them; a reject addressed to
+  the supervisor is an escalation instead (the statements cannot all stand: the
+  supervisor decides which go), which is how the assembler reports contradictions.
+- ``inform`` and ``challenge`` change no state; their recipients act on them.
+
+Every message, round and escalation is an event in the log.
 """
 
 from __future__ import annotations
@@ -14,15 +21,16 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
+from . import events as ev
 from .conflicts import ConflictChecker
-from .knowledge import Statement, statement_to_dict
+from .knowledge import Statement
 
 if TYPE_CHECKING:
     from .workspace import Workspace
 
 MESSAGE_TYPES = ("assert", "inform", "reject", "challenge")
 BROADCAST = "*"
-MESSAGE, ROUND, ESCALATE = "message", "round", "escalate"
+CHANNEL = "channel"  # the agent name the channel logs its rounds and escalations under
 
 
 class LogicalClock:
@@ -71,13 +79,15 @@ class Message:
 
 @dataclass(frozen=True)
 class ConflictRecord:
-    """Concurrent asserts that conflict, escalated to the supervisor instead of applied."""
+    """Statements that cannot all stand, escalated to the supervisor by the channel."""
 
     statements: tuple[Statement, ...]
     reason: str
     round: int
     message_seqs: tuple[int, ...]
     seq: int  # the 'escalate' event
+    kind: str = "concurrent"  # concurrent asserts, or the kind a reject to the supervisor names
+    source: str = "channel"  # who raised it: the channel, or the sender of the reject
 
 
 @dataclass(frozen=True)
@@ -113,43 +123,56 @@ class Channel:
 
     def post(self, message: Message) -> Message:
         """Log the message and queue it for the next round; returns it with time and seq."""
-        event = self.workspace.note(message.sender, MESSAGE, {
-            "kind": message.type, "recipients": list(message.recipients),
-            "statements": [statement_to_dict(s) for s in message.statements], "payload": dict(message.payload),
-        })
+        event = self.workspace.record(message.sender, ev.Message(
+            kind=message.type, recipients=message.recipients, statements=message.statements,
+            payload=dict(message.payload)))
         posted = replace(message, time=event.time, seq=event.seq)
         self._pending.append(posted)
         return posted
 
     def deliver_round(self) -> RoundResult:
-        """Deliver every pending message: merge asserts, escalate conflicting ones, apply the rest, then rejects."""
+        """Deliver every pending message: merge asserts, escalate conflicts, apply the rest, then rejects."""
         self.round += 1
         messages, self._pending = self._pending, []
-        candidates: list[tuple[Message, Statement]] = []
+        candidates = self._new_assertions(messages)
+        source = {id(s): m for m, s, _ in candidates}
+        conflicts = self.checker.find_conflicting_pairs([s for _, s, _ in candidates])
+        blocked = {id(s) for a, b, _ in conflicts for s in (a, b)}
+        to_apply = [(m, s, agents) for m, s, agents in candidates if id(s) not in blocked]
+        round_event = self.workspace.record(CHANNEL, ev.Round(
+            round=self.round, messages=tuple(m.seq for m in messages),
+            applied=tuple((a, s.id) for _, s, agents in to_apply for a in agents),
+            escalated=tuple(((a.agent, a.id), (b.agent, b.id)) for a, b, _ in conflicts)))
+        applied = tuple(self.workspace.assert_statement(agent, s, parent_seq=m.seq)
+                        for m, s, agents in to_apply for agent in agents)
+        retracted = tuple(self._apply_rejects(messages))
+        escalations = [self._escalate((a, b), v.reason, (source[id(a)].seq, source[id(b)].seq), round_event.seq)
+                       for a, b, v in conflicts]
+        escalations += [self._escalate(m.statements, str(m.payload.get("reason") or f"rejected by {m.sender}"),
+                                       (m.seq,), round_event.seq, kind=str(m.payload.get("escalation") or "reject"),
+                                       source=m.sender)
+                        for m in messages if m.type == "reject" and self.supervisor in m.recipients]
+        return RoundResult(self.round, tuple(messages), applied, retracted, tuple(escalations))
+
+    def _new_assertions(self, messages: list[Message]) -> list[tuple[Message, Statement, list[str]]]:
+        """Asserted statements with the agents (sender, named recipients) not holding them yet; merged."""
+        out: list[tuple[Message, Statement, list[str]]] = []
         seen: set[tuple[str, str]] = set()
         for m in messages:
-            for s in m.statements if m.type == "assert" else ():
-                if (m.sender, s.id) not in seen and not self.workspace.holds(m.sender, s.id):
-                    seen.add((m.sender, s.id))
-                    candidates.append((m, replace(s, agent=m.sender)))  # a distinct object per sender
-        source = {id(s): m for m, s in candidates}
-        conflicts = self.checker.find_conflicting_pairs([s for _, s in candidates])
-        blocked = {id(s) for a, b, _ in conflicts for s in (a, b)}
-        to_apply = [(m, s) for m, s in candidates if id(s) not in blocked]
-        round_event = self.workspace.note("channel", ROUND, {
-            "round": self.round, "messages": [m.seq for m in messages],
-            "applied": [[s.agent, s.id] for _, s in to_apply],
-            "escalated": [[[a.agent, a.id], [b.agent, b.id]] for a, b, _ in conflicts],
-        })
-        applied = tuple(self.workspace.assert_statement(m.sender, s, parent_seq=m.seq) for m, s in to_apply)
-        retracted = tuple(self._apply_rejects(messages))
-        escalations = tuple(self._escalate(a, b, v.reason, source, round_event.seq) for a, b, v in conflicts)
-        return RoundResult(self.round, tuple(messages), applied, retracted, escalations)
+            if m.type != "assert":
+                continue
+            targets = list(dict.fromkeys(a for a in (m.sender, *m.recipients) if a != BROADCAST))
+            for s in m.statements:
+                agents = [a for a in targets if (a, s.id) not in seen and not self.workspace.holds(a, s.id)]
+                if agents:
+                    seen.update((a, s.id) for a in agents)
+                    out.append((m, replace(s, agent=m.sender), agents))  # a distinct object per sender
+        return out
 
     def _apply_rejects(self, messages: list[Message]) -> list[Statement]:
         retracted = []
         for m in messages:
-            if m.type != "reject":
+            if m.type != "reject" or self.supervisor in m.recipients:
                 continue
             reason = str(m.payload.get("reason") or f"rejected by {m.sender}")
             for s in m.statements:
@@ -158,11 +181,10 @@ class Channel:
                         retracted.append(self.workspace.retract(agent, s.id, reason, parent_seq=m.seq))
         return retracted
 
-    def _escalate(self, a: Statement, b: Statement, reason: str, source: dict[int, Message],
-                  round_seq: int) -> ConflictRecord:
-        seqs = tuple(sorted({source[id(a)].seq, source[id(b)].seq}))
-        event = self.workspace.note("channel", ESCALATE, {
-            "to": self.supervisor, "round": self.round, "reason": reason, "messages": list(seqs),
-            "statements": [statement_to_dict(a), statement_to_dict(b)],
-        }, parent_seq=round_seq)
-        return ConflictRecord((a, b), reason, self.round, seqs, event.seq)
+    def _escalate(self, statements: tuple[Statement, ...], reason: str, seqs: tuple[int, ...], round_seq: int,
+                  kind: str = "concurrent", source: str = "channel") -> ConflictRecord:
+        seqs = tuple(sorted(set(seqs)))
+        event = self.workspace.record(CHANNEL, ev.Escalate(
+            to=self.supervisor, round=self.round, reason=reason, messages=seqs, statements=tuple(statements),
+            kind=kind, source=source), parent_seq=round_seq)
+        return ConflictRecord(tuple(statements), reason, self.round, seqs, event.seq, kind, source)

@@ -65,13 +65,6 @@ class Workspace:
         with self._lock:
             return self._log(agent, body, parent_seq)
 
-    def note(self, agent: str, kind: str, payload: Mapping[str, Any], parent_seq: int | None = None) -> Event:
-        """Log an untyped event (kept until every writer uses ``record``)."""
-        if kind in STATE_EVENTS:
-            raise ValueError(f"{kind!r} changes the state: use the Workspace method for it")
-        with self._lock:
-            return self._append(kind, agent, payload, parent_seq)
-
     def record_judgement(self, agent: str, a: Statement, b: Statement, verdict: Verdict, cached: bool) -> Event:
         """Log one judge result (a ConflictChecker ``on_judgement`` hook: ``partial(ws.record_judgement, agent)``)."""
         return self.record(agent, ev.Judgement(a=(a.agent, a.id), b=(b.agent, b.id), a_text=a.text, b_text=b.text,

@@ -1,0 +1,47 @@
+"""Closing a run: the Answer it returns and its row in the log."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from .agents.evidence import is_unknown
+from .answer import Answer, PassageRef, SubQuestionResult
+from .core import events as ev
+
+if TYPE_CHECKING:
+    from .run import QuestionRun
+
+
+def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
+    """The run's Answer (sub-questions, cited passages, cost, uncertainty), recorded in the log."""
+    uncertain = bool(reason) or any(s.uncertain for s in run.steps) or is_unknown(final)
+    if not reason and uncertain:
+        reason = "a step could not be verified" if not is_unknown(final) else "no answer found"
+    subs, cited = [], {}  # cited: by passage id, first citation first
+    for step in run.steps:
+        refs = tuple(PassageRef(p.id, p.title, p.text) for p in step.cited)
+        for ref in refs:
+            cited.setdefault(ref.id, ref)
+        facts = tuple(f.text for f in step.evidence.facts) if step.evidence else ()
+        subs.append(SubQuestionResult(step.question or step.sub.text, step.answer or "unknown", refs,
+                                      step.uncertain, facts))
+    for p in run.fallback_cited:
+        cited.setdefault(p.id, PassageRef(p.id, p.title, p.text))
+    calls, team = run.calls, run.team
+    answer = Answer(
+        question=run.question, answer=final, run_id=run.ws.run_id, subquestions=tuple(subs),
+        passages=tuple(cited.values()), backtracks=dict(run.backtracks), llm_calls=calls.calls,
+        prompt_tokens=calls.prompt_tokens, completion_tokens=calls.completion_tokens,
+        seconds=time.monotonic() - calls.budget.started, llm_seconds=calls.llm_seconds, uncertain=uncertain,
+        uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
+        rules_fired=tuple(team.rules.names_fired))
+    run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
+    run.ws.finish(final, status, {
+        "uncertain": uncertain, "uncertain_reason": reason, "llm_calls": answer.llm_calls,
+        "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
+        "seconds": answer.seconds, "llm_seconds": answer.llm_seconds, "backtracks": dict(run.backtracks),
+        "challenges": run.challenges, "reliability": dict(team.controller.reliability),
+        "subquestions": [s.question for s in answer.subquestions], "passages": [p.id for p in answer.passages],
+        "rules_fired": list(answer.rules_fired)}, uncertain=uncertain)
+    return answer

@@ -1,0 +1,55 @@
+"""Check rules: does an answer's type fit its question? (a date for 'when', yes/no for 'is ...?')
+
+Each rule returns why the answer does not fit, or None. The verifier rejects such an
+answer (a local backtrack), the controller never keeps one at the depth limit, and the
+whole-question fallback refuses one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..dates import is_date_or_number
+from ..text import normalize
+from .registry import RuleSet, rule
+from .shapes import asks_number, asks_place_or_name, is_yes_no_question
+
+_NUMBER_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|billion"
+                          r"|century)\b", re.I)
+
+
+@rule("yes-no-answer", "check")
+def yes_no_mismatch(question: str, answer: str) -> str | None:
+    """A yes/no question takes 'yes' or 'no', and only a yes/no question does."""
+    is_yes_no = normalize(answer) in {"yes", "no"}
+    if is_yes_no_question(question) and not is_yes_no:
+        return f"the question asks yes or no but the answer is {answer!r}"
+    if is_yes_no and not is_yes_no_question(question):
+        return "the question is not a yes/no question"
+    return None
+
+
+@rule("number-answer", "check")
+def number_missing(question: str, answer: str) -> str | None:
+    """A 'when' / 'how many' question takes an answer holding a date or a number."""
+    if asks_number(question) and not any(ch.isdigit() for ch in answer) and not _NUMBER_WORD.search(answer):
+        return f"the question asks for a date or number but the answer {answer!r} has none"
+    return None
+
+
+@rule("place-or-name-answer", "check")
+def only_date_or_number(question: str, answer: str) -> str | None:
+    """A 'where' / 'who' question is not answered by a date or number alone."""
+    if asks_place_or_name(question) and is_date_or_number(answer):
+        return f"the question asks for a place or a name but the answer {answer!r} is a date or number"
+    return None
+
+
+def answer_type_problem(question: str, answer: str, rules: RuleSet, *, step: int | None = None) -> str | None:
+    """Why the answer's type does not fit the question (the first enabled check rule that objects), or None."""
+    for check in rules.active("check"):
+        problem = check.fn(question, answer)
+        if problem:
+            rules.fire(check.name, step=step, detail=problem)
+            return problem
+    return None

@@ -1,0 +1,72 @@
+"""Plan rules: what the decomposer does with the model's plan before any step runs."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ..plan import REFERENCE, SubQuestion, plan_from
+from .registry import rule
+from .shapes import either_or_options, mentions
+
+_NAME = re.compile(r"\b(?:[A-Z][\w'.-]*|\d[\d,.]*)(?:\s+(?:of|the|de|von|van|[A-Z][\w'.-]*|\d[\d,.]*))*")
+_QUOTED = re.compile(r'"([^"]+)"')
+_SKIP = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How", "In", "On", "At", "The", "A", "An",
+         "Is", "Are", "Was", "Were", "Do", "Does", "Did", "Of", "For", "From", "By", "As", "To", "And", "Or"}
+_LINKS = {"of", "the", "de", "von", "van"}
+
+
+def named_parts(question: str) -> list[str]:
+    """Names, numbers and quoted titles of a question (what a plan must not drop)."""
+    parts = set(_QUOTED.findall(question))
+    for match in _NAME.finditer(question):
+        words = match.group(0).split()
+        while words and words[0] in _SKIP:
+            words = words[1:]
+        while words and words[-1].lower() in _LINKS:
+            words = words[:-1]
+        if words:
+            parts.add(" ".join(words).strip(".,"))
+    return sorted(p for p in parts if p)
+
+
+@rule("keep-named-parts", "plan")
+def missing_parts(question: str, plan: Sequence[SubQuestion]) -> list[str]:
+    """A plan that drops a name or number of the question is sent back once, then the question is kept whole."""
+    text = " ".join(s.text for s in plan).lower()
+    missing = []
+    for part in named_parts(question):
+        words = [w.lower().strip(".,") for w in part.split()]
+        if not all(w in text for w in words):
+            missing.append(part)
+    return missing
+
+
+@rule("either-or-steps", "plan")
+def drop_off_topic_steps(question: str, plan: list[SubQuestion]) -> list[SubQuestion] | None:
+    """In an 'A or B?' question, independent steps that name neither option are dropped.
+
+    Small models end such plans with a step that compares ("Which group has more
+    members?"); no passage answers it and the comparison is made afterwards anyway.
+    Steps that use an earlier answer (#k) are kept; so is the plan when fewer than two
+    steps would remain. References are renumbered. None when nothing is dropped.
+    """
+    opts = either_or_options(question)
+    if opts is None:
+        return None
+    keep = [s for s in plan if s.depends_on or any(mentions(o, s.text) for o in opts)]
+    kept = {s.index for s in keep}
+    if len(keep) == len(plan) or len(keep) < 2 or any(k not in kept for s in keep for k in s.depends_on):
+        return None
+    position = {s.index: i for i, s in enumerate(keep)}
+    texts = [REFERENCE.sub(lambda m: f"#{position[int(m.group(1)) - 1] + 1}" if int(m.group(1)) - 1 in position
+                           else m.group(0), s.text) for s in keep]
+    return plan_from(texts, len(texts))
+
+
+@rule("single-step-verbatim", "plan")
+def verbatim_single_step(question: str, plan: list[SubQuestion]) -> list[SubQuestion] | None:
+    """A one-step plan is the question itself: a paraphrase can only lose something."""
+    if len(plan) == 1 and plan[0].text != question:
+        return [SubQuestion(0, question, ())]
+    return None

@@ -1,0 +1,134 @@
+"""The rule registry: every question-shape rule is named, documented, switchable, and recorded when it fires.
+
+A rule is a plain function registered with :func:`rule` under a name and a stage:
+
+- ``plan``: reshapes or sends back the decomposer's plan;
+- ``check``: finds why an answer does not fit its question (the verifier's type checks);
+- ``assemble``: decides the final answer in code instead of asking the model;
+- ``constrain``: narrows what the model may answer (a grammar).
+
+Which rules run is configuration (``[pipeline] rules = ["all", "-same-x"]``, or
+``--rules`` on ``ask`` and ``bench run``); a :class:`RuleSet` holds the enabled ones for
+one run and records every firing, so the answer and the benchmark records can name
+the rules that decided it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+from ..errors import ConfigError
+
+STAGES = ("plan", "check", "assemble", "constrain")
+ALL = "all"
+NONE = "none"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered question-shape rule."""
+
+    name: str
+    stage: str
+    fn: Callable[..., Any]
+
+    @property
+    def summary(self) -> str:
+        """The first line of the rule's docstring."""
+        return (self.fn.__doc__ or "").strip().splitlines()[0] if self.fn.__doc__ else ""
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(name: str, stage: str) -> Callable[[F], F]:
+    """Register a function as the rule ``name`` of ``stage`` (it needs a one-line docstring)."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown rule stage {stage!r}; use one of {STAGES}")
+
+    def register(fn: F) -> F:
+        if name in RULES:
+            raise ValueError(f"a rule named {name!r} is already registered")
+        if not (fn.__doc__ or "").strip():
+            raise ValueError(f"rule {name!r} needs a one-line docstring")
+        RULES[name] = Rule(name, stage, fn)
+        return fn
+
+    return register
+
+
+def resolve(spec: Iterable[str]) -> tuple[str, ...]:
+    """Enabled rule names from a spec: 'all', 'none', names, and '-name' to take one out.
+
+    Items are applied in order, starting from nothing: ``["all", "-same-x"]`` is every
+    rule but same-x; ``["chain-last-step"]`` is that rule alone. An empty spec means all.
+    """
+    items = [item.strip() for part in spec for item in str(part).split(",") if item.strip()]
+    enabled: list[str] = [] if items else list(RULES)
+    unknown = [i.lstrip("-+") for i in items if i not in (ALL, NONE) and i.lstrip("-+") not in RULES]
+    if unknown:
+        raise ConfigError(f"unknown rule(s): {', '.join(unknown)}",
+                          hint=f"known rules: {', '.join(RULES)} (or 'all', 'none', '-NAME')")
+    for item in items:
+        if item == ALL:
+            enabled = list(RULES)
+        elif item == NONE:
+            enabled = []
+        elif item.startswith("-"):
+            enabled = [n for n in enabled if n != item[1:]]
+        elif item.lstrip("+") not in enabled:
+            enabled.append(item.lstrip("+"))
+    return tuple(n for n in RULES if n in enabled)  # registry order
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One time a rule changed what happened."""
+
+    rule: str
+    stage: str
+    step: int | None = None
+    detail: str = ""
+
+
+class RuleSet:
+    """The rules enabled for one run, and the firings recorded so far."""
+
+    def __init__(self, enabled: Iterable[str] | None = None,
+                 on_fire: Callable[[Firing], None] | None = None) -> None:
+        self.enabled = frozenset(resolve(enabled or ()))
+        self.on_fire = on_fire
+        self.fired: list[Firing] = []
+
+    def on(self, name: str) -> bool:
+        """True when the rule is enabled."""
+        if name not in RULES:
+            raise KeyError(f"no rule named {name!r}")
+        return name in self.enabled
+
+    def active(self, stage: str) -> list[Rule]:
+        """The enabled rules of a stage, in registry order."""
+        return [r for r in RULES.values() if r.stage == stage and r.name in self.enabled]
+
+    def fire(self, name: str, *, step: int | None = None, detail: str = "") -> None:
+        """Record that a rule fired (once per rule, step and detail)."""
+        firing = Firing(name, RULES[name].stage, step, detail)
+        if firing in self.fired:
+            return
+        self.fired.append(firing)
+        if self.on_fire is not None:
+            self.on_fire(firing)
+
+    @property
+    def names_fired(self) -> list[str]:
+        """Names of the rules that fired, each once, in the order they first fired."""
+        return list(dict.fromkeys(f.rule for f in self.fired))
+
+
+def describe_rules(names: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
+    """(name, stage, summary) of the given rules, or of all."""
+    chosen = RULES if names is None else {n: RULES[n] for n in names}
+    return [(r.name, r.stage, r.summary) for r in chosen.values()]

@@ -1,0 +1,100 @@
+"""Reading the shape of a question: yes/no, either-or options, comparison direction, "both", "same X".
+
+Pure parsing helpers shared by the rules; none of them decides anything by itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..text import normalize
+
+_YES_NO_START = re.compile(r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
+_OPTIONS = re.compile(r",?\s*([^,?]+?)\s+or\s+([^,?]+?)\s*\??$", re.I)
+_OPTIONS_AFTER_COMMA = re.compile(r",\s*([^,]+?),?\s+or\s+(.+?)\s*\?*$", re.I)  # "..., A, or B?" too
+_OPTION_LEAD = re.compile(r"\b(?:first|earlier|older|later|younger|more|larger|bigger|higher|longer|,)\b\s*")
+_SMALLER_WINS = re.compile(r"\b(first|earlier|earliest|older|oldest|before|fewer|fewest|less|least|smaller|smallest"
+                           r"|lower|lowest|shorter|shortest)\b", re.I)
+_LARGER_WINS = re.compile(r"\b(later|latest|last|more recent|most recent|newer|newest|younger|youngest|after|more|most"
+                          r"|larger|largest|bigger|biggest|higher|highest|longer|longest|taller|tallest)\b", re.I)
+_BY_DATE = re.compile(r"\b(when|year|date|first|earlier|later|older|younger|founded|born|died|released)\b", re.I)
+_BOTH = re.compile(r"\b(both|all|each)\b", re.I)
+_SAME = re.compile(r"\bsame\s+(\w+)", re.I)
+_NEEDS_NUMBER = re.compile(r"^(when|what year|in what year|in which year|which year|what date|on what date|how many"
+                           r"|how much|how old|how long|what is the population|what was the population)\b", re.I)
+_NEEDS_PLACE_OR_NAME = re.compile(
+    r"^(where|who|whom|whose"
+    r"|(in |from )?(what|which) (city|country|town|state|place|county|province|region|continent|nationality)"
+    r"|(what|which) (is|was) the (place|city|country|town|birthplace|nationality))\b", re.I)
+
+
+def is_yes_no_question(question: str) -> bool:
+    """Questions answered by yes or no start with an auxiliary verb."""
+    return bool(_YES_NO_START.match(question.strip()))
+
+
+def options(question: str) -> tuple[str, str] | None:
+    """The two options of an 'A or B?' question, as written (B may contain commas: 'X, Inc.')."""
+    text = question.strip()
+    match = _OPTIONS_AFTER_COMMA.search(text) or _OPTIONS.search(text)
+    if not match:
+        return None
+    first = _OPTION_LEAD.split(match.group(1))[-1]
+    return first.strip(" ,"), match.group(2).strip(" ,?")
+
+
+def either_or_options(question: str) -> tuple[str, str] | None:
+    """The options of a question that asks to choose one ('A or B?'); None for yes/no questions."""
+    return None if is_yes_no_question(question) else options(question)
+
+
+def comparison_direction(question: str) -> str | None:
+    """'smaller' when the smaller value wins (first, older, fewer), 'larger' when it loses; None if unclear."""
+    smaller, larger = bool(_SMALLER_WINS.search(question)), bool(_LARGER_WINS.search(question))
+    if smaller == larger:
+        return None
+    return "smaller" if smaller else "larger"
+
+
+def compares_dates(text: str) -> bool:
+    """The compared values are dates (the question or its steps speak of time)."""
+    return bool(_BY_DATE.search(text))
+
+
+def asks_all(question: str) -> bool:
+    """'both', 'all' or 'each' in the question."""
+    return bool(_BOTH.search(question))
+
+
+def same_property(question: str) -> str | None:
+    """The property after 'same' ('the same country' -> 'country'), normalised, or None."""
+    match = _SAME.search(question)
+    return normalize(match.group(1)) if match else None
+
+
+def asks_number(question: str) -> bool:
+    """'When', 'how many', 'what year'...: the answer must hold a date or number."""
+    return bool(_NEEDS_NUMBER.match(question.strip()))
+
+
+def asks_place_or_name(question: str) -> bool:
+    """'Where', 'who', 'which city'...: the answer must be more than a date or number."""
+    return bool(_NEEDS_PLACE_OR_NAME.match(question.strip()))
+
+
+def matching_option(answer: str, opts: tuple[str, str]) -> str | None:
+    """The option an answer names (normalised containment either way), or None."""
+    norm = normalize(answer)
+    if not norm:
+        return None
+    for option in opts:
+        other = normalize(option)
+        if other and (other == norm or other in norm or norm in other):
+            return option
+    return None
+
+
+def mentions(option: str, text: str) -> bool:
+    """Most of the option's words are in the text (a model may drop "(film)" or an initial)."""
+    wanted, words = normalize(option).split(), set(normalize(text).split())
+    return bool(wanted) and sum(w in words for w in wanted) * 2 >= len(wanted)

@@ -1,0 +1,65 @@
+"""Answer-Assembler decisions: the final answer (by a rule or by the model) and the contradictions it escalates."""
+
+from __future__ import annotations
+
+from reagent_local.agents.assembler import AnswerAssembler, StepResult
+from reagent_local.agents.schemas import option_answer
+from reagent_local.core.conflicts import ConflictChecker
+from reagent_local.core.knowledge import make_statement
+from reagent_local.rules import RuleSet
+from reagent_local.testing import ScriptedLLM
+
+from roles_support import caller, steps
+
+
+def assembler(llm, rules=("all",)) -> AnswerAssembler:
+    return AnswerAssembler(caller(llm), ConflictChecker(), RuleSet(rules))
+
+
+def test_a_rule_decides_before_the_model_and_is_named():
+    llm = ScriptedLLM()
+    result = assembler(llm).assemble("What film came out first, Blue Harbour or Red Sky?", steps(
+        ("1981", ()), ("1962", ()), questions=["When was Blue Harbour released?", "When was Red Sky released?"]))
+    assert (result.answer, result.rule) == ("Red Sky", "compare-options") and llm.requests == []
+
+
+def test_the_model_answers_joins_no_rule_decides():
+    llm = ScriptedLLM(responses=[{"answer": "Oslo and Rome"}])
+    result = assembler(llm).assemble("Where were they born?", steps(("Oslo", ()), ("Rome", ())))
+    assert (result.answer, result.rule) == ("Oslo and Rome", None)
+    assert "1. q0 -> Oslo" in llm.requests[0].messages[-1]["content"]
+
+
+def test_switching_a_rule_off_leaves_the_case_to_the_model():
+    llm = ScriptedLLM(responses=[{"answer": "The Tallows"}])
+    result = assembler(llm, ("all", "-compare-options", "-option-grammar")).assemble(
+        "Which band was formed first, The Tallows or Red Kite?", steps(("1990", ()), ("1985", ())))
+    assert result.answer == "The Tallows" and llm.requests[0].schema == "FinalAnswer"
+
+
+def test_an_either_or_question_gets_an_option_from_the_grammar():
+    llm = ScriptedLLM()
+    llm.add_rule({"answer": "Red Kite"}, schema="OptionAnswer")
+    agent = assembler(llm)
+    result = agent.assemble("Which band is more popular, The Tallows or Red Kite?", steps(("very", ()), ("hugely", ())))
+    assert result.answer == "Red Kite" and llm.requests[0].schema == "OptionAnswer"
+    assert agent.rules.names_fired == ["option-grammar"]
+    schema = option_answer(("The Tallows", "Red Kite")).model_json_schema()
+    assert schema["properties"]["answer"]["enum"] == ["The Tallows", "Red Kite"]
+
+
+def test_a_broken_bridge_is_escalated():
+    s0 = make_statement("q0 -> Tom Hale", agent="verifier", subquestion=0)
+    s1 = make_statement("q1 -> Oslo", agent="verifier", subquestion=1)
+    broken = [StepResult(0, "Who directed X?", "Tom Hale", s0, ("X is by Tom Hale.",), ()),
+              StepResult(1, "Where was Tom Hale born?", "Oslo", s1, ("Mara Lind was born in Oslo.",), (0,))]
+    (found,) = assembler(ScriptedLLM()).contradictions(broken)
+    assert found.kind == "bridge" and "Tom Hale" in found.reason and found.statements == (s0, s1)
+
+
+def test_values_of_different_steps_that_cannot_both_hold_are_escalated():
+    a = make_statement("q0", subject="California", relation="capital", value="Sacramento", subquestion=0)
+    b = make_statement("q1", subject="California", relation="capital", value="Los Angeles", subquestion=1)
+    results = [StepResult(0, "q0", "Sacramento", a, (), ()), StepResult(1, "q1", "Los Angeles", b, (), ())]
+    (found,) = assembler(ScriptedLLM()).contradictions(results)
+    assert found.kind == "value" and set(found.statements) == {a, b}

@@ -1,0 +1,67 @@
+"""Controller decisions: skip, override, challenge, the rollback bound, reliability and the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from reagent_local.agents.controller import Budget, BudgetExhausted, Controller
+from reagent_local.agents.verifier import Candidate, Verifier
+from reagent_local.core.conflicts import ConflictChecker
+from reagent_local.core.knowledge import make_statement
+from reagent_local.plan import SubQuestion
+from reagent_local.rules import RuleSet
+from reagent_local.testing import ScriptedLLM
+
+from roles_support import caller, evidence
+
+EVIDENCE = evidence(("Mara Lind", "Mara Lind (born 1961 in Oslo) is a Danish director."))
+
+
+def tried(answer: str, question: str = "Where was Mara Lind born?"):
+    agent = Verifier(caller(ScriptedLLM()), ConflictChecker(), RuleSet())
+    return agent.examine(Candidate(0, question, answer, EVIDENCE.passages, "Mara Lind", "other"), EVIDENCE,
+                         query=question)
+
+
+def test_a_step_needing_an_unanswered_step_is_skipped():
+    controller = Controller(RuleSet())
+    sub = SubQuestion(1, "Where was #1 born?", (0,))
+    assert controller.skip(sub, {0: "unknown"}).reason == "depends on unanswered step(s) [1]"
+    assert controller.skip(sub, {0: "Mara Lind"}) is None
+
+
+def test_the_override_keeps_the_best_usable_candidate_capped_and_never_the_wrong_type():
+    controller = Controller(RuleSet())
+    kept = controller.override("Where was Mara Lind born?", [tried("1961"), tried("Oslo")], step=0)
+    assert kept.decision == "keep best candidate" and kept.attempt.candidate.answer == "Oslo"
+    assert kept.statement.confidence <= 0.4
+    none = controller.override("Where was Mara Lind born?", [tried("1961"), tried("unknown")], step=0)
+    assert (none.attempt, none.decision) == (None, "no usable answer")
+
+
+def test_repeated_conflicts_on_a_step_challenge_the_statements_that_won():
+    controller = Controller(RuleSet(), challenge_after=2)
+    winner = make_statement("capital -> Sacramento", subquestion=1)
+    assert controller.challenges(3, [winner]) == []
+    (challenge,) = controller.challenges(3, [winner])
+    assert (challenge.step, challenge.statement) == (1, winner)
+    assert controller.challenges(3, [winner]) == []  # one challenge per step
+
+
+def test_global_rollbacks_are_bounded():
+    controller = Controller(RuleSet(), max_rollbacks=1)
+    assert controller.may_roll_back()
+    controller.count_rollback()
+    assert not controller.may_roll_back()
+
+
+def test_reliability_drops_on_discard_and_recovers_on_survival():
+    controller = Controller(RuleSet())
+    assert controller.penalise("verifier") == 0.8 and controller.reward("verifier") == 0.85
+
+
+def test_the_budget_stops_at_its_call_limit():
+    budget = Budget(max_llm_calls=1, max_seconds=60)
+    budget.charge_call()
+    with pytest.raises(BudgetExhausted, match="1 LLM calls"):
+        budget.charge_call()

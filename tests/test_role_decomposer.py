@@ -1,0 +1,66 @@
+"""Question-Decomposer decisions: the plan, sent back when it drops a name, reshaped by the plan rules."""
+
+from __future__ import annotations
+
+from reagent_local.agents.decomposer import QuestionDecomposer
+from reagent_local.rules import RuleSet
+from reagent_local.testing import ScriptedLLM
+
+from roles_support import caller
+
+QUESTION = "Who founded the shipyard whose largest dock is in Larvik?"
+
+
+def decomposer(llm, rules=("all",)) -> tuple[QuestionDecomposer, RuleSet]:
+    rule_set = RuleSet(rules)
+    return QuestionDecomposer(caller(llm), rule_set), rule_set
+
+
+def test_a_plan_that_drops_a_name_is_sent_back_then_the_question_is_kept_whole():
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Which shipyard has a dock?", "Who founded #1?"]}, schema="Decomposition")
+    agent, rules = decomposer(llm)
+    plan = agent.plan(QUESTION)
+    assert [s.text for s in plan.steps] == [QUESTION] and not plan.error
+    assert len(llm.requests) == 2 and "It left out: Larvik" in llm.requests[1].messages[-1]["content"]
+    assert rules.names_fired == ["keep-named-parts"]
+
+
+def test_a_repaired_plan_is_accepted():
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Which shipyard has a dock?", "Who founded #1?"]}, schema="Decomposition", times=1)
+    llm.add_rule({"subquestions": ["Which shipyard has its largest dock in Larvik?", "Who founded #1?"]},
+                 schema="Decomposition")
+    plan = decomposer(llm)[0].plan(QUESTION)
+    assert [s.depends_on for s in plan.steps] == [(), (0,)]
+
+
+def test_with_keep_named_parts_off_the_first_plan_stands():
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Which shipyard has a dock?", "Who founded #1?"]}, schema="Decomposition")
+    agent, rules = decomposer(llm, ("all", "-keep-named-parts"))
+    assert [s.text for s in agent.plan(QUESTION).steps] == ["Which shipyard has a dock?", "Who founded #1?"]
+    assert len(llm.requests) == 1 and rules.names_fired == []
+
+
+def test_unusable_output_makes_the_question_one_step_and_says_why():
+    llm = ScriptedLLM()
+    llm.add_rule("not json", schema="Decomposition")
+    plan = decomposer(llm)[0].plan(QUESTION)
+    assert [s.text for s in plan.steps] == [QUESTION] and "not JSON" in plan.error and plan.raw == "not json"
+
+
+def test_plan_rules_reshape_the_plan_and_are_recorded():
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["How many members does The Tallows have?", "How many members does Red Kite have?",
+                                   "Which band has more members?"]}, schema="Decomposition")
+    agent, rules = decomposer(llm)
+    plan = agent.plan("Which band has more members, The Tallows or Red Kite?")
+    assert len(plan.steps) == 2 and rules.names_fired == ["either-or-steps"]
+    one = ScriptedLLM()
+    one.add_rule({"subquestions": ["Who was the director of Actrius?"]}, schema="Decomposition")
+    agent, rules = decomposer(one)
+    assert [s.text for s in agent.plan("Who directed the film Actrius?").steps] == ["Who directed the film Actrius?"]
+    assert rules.names_fired == ["single-step-verbatim"]
+    agent, rules = decomposer(one, ("all", "-single-step-verbatim"))
+    assert [s.text for s in agent.plan("Who directed the film Actrius?").steps] == ["Who was the director of Actrius?"]

@@ -1,0 +1,206 @@
+"""The rule registry and every question-shape rule, each on its own cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from reagent_local.config import load_config
+from reagent_local.errors import ConfigError
+from reagent_local.plan import plan_from
+from reagent_local.rules import RULES, RuleSet, answer_type_problem, describe_rules, resolve
+from reagent_local.rules.answer_types import number_missing, only_date_or_number, yes_no_mismatch
+from reagent_local.rules.assemble_rules import (
+    both_yes, chain_answer, compare_options, grammar_options, option_named_by_a_step, same_answer,
+)
+from reagent_local.rules.plan_rules import drop_off_topic_steps, missing_parts, named_parts, verbatim_single_step
+from reagent_local.rules.shapes import comparison_direction, either_or_options, options
+
+from roles_support import steps
+
+
+# -- the registry -------------------------------------------------------------------------
+def test_every_rule_is_named_staged_and_documented_in_one_line():
+    assert len(RULES) >= 12
+    for name, stage, summary in describe_rules():
+        assert name == name.lower() and " " not in name
+        assert stage in {"plan", "check", "assemble", "constrain"}
+        assert summary and "\n" not in summary
+
+
+def test_a_rule_spec_switches_rules_on_and_off():
+    assert resolve(["all"]) == tuple(RULES) == resolve([])
+    assert "same-x" not in resolve(["all", "-same-x"])
+    assert resolve(["all,-same-x"]) == resolve(["all", "-same-x"])  # a comma list from the command line
+    assert resolve(["none", "chain-last-step"]) == ("chain-last-step",)
+    assert resolve(["chain-last-step"]) == ("chain-last-step",)
+    with pytest.raises(ConfigError, match="unknown rule.*same-why"):
+        resolve(["all", "-same-why"])
+
+
+def test_rules_are_configuration(tmp_path):
+    config = load_config({"pipeline.rules": "all,-compare-options"}, env={})
+    assert config.pipeline.rules == ("all", "-compare-options")
+    assert not RuleSet(config.pipeline.rules).on("compare-options")
+    toml = tmp_path / "reagent.toml"
+    toml.write_text('[pipeline]\nrules = ["none", "chain-last-step"]\n')
+    assert load_config(env={}, toml_path=toml).pipeline.rules == ("none", "chain-last-step")
+    with pytest.raises(ConfigError, match="unknown rule"):
+        load_config({"pipeline.rules": "no-such-rule"}, env={})
+
+
+def test_a_rule_set_records_each_firing_once_and_reports_it():
+    seen = []
+    rules = RuleSet(["all"], on_fire=seen.append)
+    rules.fire("same-x", step=1, detail="a")
+    rules.fire("same-x", step=1, detail="a")
+    rules.fire("both-yes")
+    assert [f.rule for f in seen] == ["same-x", "both-yes"] and rules.names_fired == ["same-x", "both-yes"]
+    assert seen[0].stage == "assemble"
+
+
+# -- plan rules ------------------------------------------------------------------------------
+def test_keep_named_parts_finds_what_a_plan_left_out():
+    question = "What is the capital of the U.S. state whose largest city is Birmingham?"
+    assert "Birmingham" in named_parts(question)
+    dropped = plan_from(["What is the capital of the U.S. state?", "What is the largest city in #1?"], 4)
+    assert missing_parts(question, dropped) == ["Birmingham"]
+    kept = plan_from(["Which U.S. state has Birmingham as its largest city?", "What is the capital of #1?"], 4)
+    assert missing_parts(question, kept) == []
+
+
+def test_either_or_steps_drops_a_step_that_names_neither_option():
+    question = "Which band has more members, The Tallows or Red Kite?"
+    plan = plan_from(["How many members does The Tallows have?", "How many members does Red Kite have?",
+                      "Which band has more members?"], 4)
+    assert [s.text for s in drop_off_topic_steps(question, plan)] == [
+        "How many members does The Tallows have?", "How many members does Red Kite have?"]
+    # a step that uses an earlier answer stays, and references are renumbered
+    bridge = plan_from(["Which band has more members?", "Who founded The Tallows?", "Who founded Red Kite?",
+                        "When was #2 born?", "When was #3 born?"], 5)
+    kept = drop_off_topic_steps("Which band's founder was born first, The Tallows or Red Kite?", bridge)
+    assert [s.text for s in kept] == ["Who founded The Tallows?", "Who founded Red Kite?", "When was #1 born?",
+                                      "When was #2 born?"]
+    assert [s.depends_on for s in kept] == [(), (), (0,), (1,)]
+    assert drop_off_topic_steps("Who founded the band The Tallows?", plan) is None  # not either-or
+
+
+def test_single_step_verbatim_keeps_the_question_itself():
+    question = "Who directed the film Actrius?"
+    assert [s.text for s in verbatim_single_step(question, plan_from(["Who was the director of Actrius?"], 4))] == [
+        question]
+    assert verbatim_single_step(question, plan_from([question], 4)) is None
+    assert verbatim_single_step(question, plan_from(["Who made X?", "Where was #1 born?"], 4)) is None
+
+
+# -- check rules -------------------------------------------------------------------------------
+def test_yes_no_answer():
+    assert yes_no_mismatch("Are both lakes in Finland?", "Finland")
+    assert yes_no_mismatch("Who directed Actrius?", "yes")
+    assert yes_no_mismatch("Are both lakes in Finland?", "yes") is None
+
+
+def test_number_answer():
+    assert number_missing("When was Lincoln born?", "Kentucky")
+    assert number_missing("When was Lincoln born?", "1809") is None
+    assert number_missing("How many albums did they release?", "five") is None
+
+
+def test_place_or_name_answer():
+    assert only_date_or_number("Where was Hans Berg born?", "1 October 1895")
+    assert only_date_or_number("Who founded the company in 1990?", "1990s")
+    assert only_date_or_number("What is the place of birth of Hans Berg?", "12 May 1901")
+    assert only_date_or_number("Where was Hans Berg born?", "Berlin") is None
+    assert only_date_or_number("Where is the stadium?", "5 Main Street") is None  # an address is a place
+    assert only_date_or_number("Who wrote the song?", "Maroon 5") is None
+
+
+def test_answer_type_problem_uses_only_enabled_rules_and_records_the_one_that_fired():
+    rules = RuleSet(["all"])
+    assert answer_type_problem("When was Lincoln born?", "Kentucky", rules, step=0)
+    assert rules.names_fired == ["number-answer"] and rules.fired[0].step == 0
+    assert answer_type_problem("When was Lincoln born?", "Kentucky", RuleSet(["all", "-number-answer"])) is None
+
+
+# -- assemble rules ----------------------------------------------------------------------------
+def test_chain_last_step():
+    assert chain_answer("Who wrote it?", steps(("Ann", ()), ("Oslo", (0,)))) == "Oslo"
+    assert chain_answer("Who wrote it?", steps(("a", ()), ("b", ()))) is None  # two independent facts
+    # an either-or chain that ends on neither option is not decided here
+    assert chain_answer("Which came first, Roe or Doe?", steps(("Roe", ()), ("1973", (0,)))) is None
+    assert chain_answer("Which came first, Roe or Doe?", steps(("1973", ()), ("Roe", (0,)))) == "Roe"
+
+
+def test_both_yes():
+    question = "Are Lake Ora and Lake Vesi both in Finland?"
+    assert both_yes(question, steps(("yes", ()), ("no", ()))) == "no"
+    assert both_yes(question, steps(("yes", ()), ("yes", ()))) == "yes"
+    assert both_yes(question, steps(("Finland", ()), ("yes", ()))) is None
+
+
+def test_same_x_compares_the_two_chain_ends():
+    question = "Are Lake Ora and Lake Vesi located in the same country?"
+    qs = ["In which country is Lake Ora?", "In which country is Lake Vesi?"]
+    assert same_answer(question, steps(("Finland", ()), ("Sweden", ()), questions=qs)) == "no"
+    assert same_answer(question, steps(("Finland", ()), ("Finland", ()), questions=qs)) == "yes"
+    assert same_answer(question, steps(("Oslo", ()), ("Oslo, Norway", ()), questions=qs)) == "yes"
+    assert same_answer(question, steps(("Finland", ()), ("unknown", ()), questions=qs)) is None
+    assert same_answer("Are Lake Ora and Lake Vesi both in Finland?",
+                       steps(("Finland", ()), ("Finland", ()), questions=qs)) is None
+    question = "Are the directors of Blue Harbour and Red Sky from the same country?"
+    bridge = ["Who directed Blue Harbour?", "Who directed Red Sky?", "Which country is #1 from?",
+              "Which country is #2 from?"]
+    assert same_answer(question, steps(("Mara Lind", ()), ("Tom Hale", ()), ("Denmark", (0,)), ("Denmark", (1,)),
+                                       questions=bridge)) == "yes"
+    # a plan that stopped at the directors says nothing about their countries
+    assert same_answer(question, steps(("Mara Lind", ()), ("Tom Hale", ()), questions=bridge)) is None
+
+
+def test_compare_options_decides_clear_comparisons():
+    question = "Which band was formed first, The Tallows or Red Kite?"
+    qs = ["When was the band The Tallows formed?", "When was the band Red Kite formed?"]
+    assert compare_options(question, steps(("1990", ()), ("March 1985", ()), questions=qs)) == "Red Kite"
+    assert compare_options(question.replace("first", "later"), steps(("1990", ()), ("1985", ()), questions=qs)) \
+        == "The Tallows"
+    assert compare_options("Who is older, Ann Berg or Tom Hale?", steps(
+        ("3 May 1950", ()), ("1948", ()), questions=["When was Ann Berg born?", "When was Tom Hale born?"])) \
+        == "Tom Hale"
+    assert compare_options(question, steps(("1990", ()), ("unknown", ()), questions=qs)) is None
+    members = ["How many members does The Tallows have?", "How many members does Red Kite have?"]
+    assert compare_options("Which band has the most members, The Tallows, or Red Kite?",
+                           steps(("3", ()), ("5", ()), questions=members)) == "Red Kite"
+    assert compare_options("Who was born in Oslo, Ann or Tom?", steps(
+        ("Oslo", ()), ("Rome", ()), questions=["Where was Ann born?", "Where was Tom born?"])) is None
+
+
+def test_compare_options_follows_each_option_to_its_chain_end():
+    question = "Which film has the director who died first, Blue Harbour or Red Sky?"
+    qs = ["Who directed Blue Harbour?", "Who directed Red Sky?", "When did Mara Lind die?", "When did Tom Hale die?"]
+
+    def run(answers, deps, q=question, questions=qs):
+        return compare_options(q, steps(*zip(answers, deps), questions=questions))
+
+    deps = [(), (), (0,), (1,)]
+    assert run(["Mara Lind", "Tom Hale", "9 May 1970", "March 2, 1970"], deps) == "Red Sky"  # the month decides
+    assert run(["Mara Lind", "Tom Hale", "1981", "1970"], deps, question.replace("first", "later")) == "Blue Harbour"
+    order = [qs[0], qs[2], qs[1], qs[3]]  # matching follows the links, not the positions
+    assert run(["Mara Lind", "1981", "Tom Hale", "1970"], [(), (0,), (), (2,)], questions=order) == "Red Sky"
+    assert run(["Mara Lind", "Tom Hale", "1970", "June 1970"], deps) is None  # same year, no month
+    assert run(["Mara Lind", "Tom Hale", "1981", "1970"], [(), (), (0,), (0,)]) is None  # a branching plan
+
+
+def test_option_match_and_option_grammar():
+    question = "Which case came first, Roe or Doe?"
+    assert option_named_by_a_step(question, steps(("1973", ()), ("Doe v. Bolton", ()))) == "Doe"
+    assert option_named_by_a_step(question, steps(("1973", ()), ("1975", ()))) is None
+    assert grammar_options(question, []) == ("Roe", "Doe")
+    assert grammar_options("Who directed Actrius?", []) is None
+
+
+def test_question_shapes():
+    assert options("Which case came first, Craig v. Boren or United States v. Paramount Pictures, Inc.?") == (
+        "Craig v. Boren", "United States v. Paramount Pictures, Inc.")
+    assert options("Which band has the most members, The Tallows, or Red Kite?") == ("The Tallows", "Red Kite")
+    assert either_or_options("Is it Roe or Doe?") is None  # a yes/no question chooses nothing
+    assert comparison_direction("Which is older, A or B?") == "smaller"
+    assert comparison_direction("Which has the most members, A or B?") == "larger"
+    assert comparison_direction("Which is better, A or B?") is None
