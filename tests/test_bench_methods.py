@@ -203,3 +203,24 @@ def test_registry_add_and_check() -> None:
     with pytest.raises(BenchRunError) as info:
         check_methods(["rag", "nope"])
     assert "nope" in str(info.value) and "ircot" in str(info.value)
+
+
+def test_a_reagent_method_can_be_named_without_some_rules(fake_pipeline: type[FakePipeline], tmp_path) -> None:
+    from reagent_local.bench.registry import ablated, check_methods
+    from reagent_local.errors import BenchRunError
+    from reagent_local.rules import RuleSet
+
+    assert check_methods(["rag", "reagent-both-no-same-x-no-compare-options"]) == [
+        "rag", "reagent-both-no-same-x-no-compare-options"]
+    with pytest.raises(BenchRunError, match="unknown rule.*same-y"):
+        check_methods(["reagent-both-no-same-y"])
+    with pytest.raises(BenchRunError, match="unknown method"):
+        check_methods(["rag-no-same-x"])
+    assert ablated(["rag", "reagent-both"], ["same-x", "both-yes"]) == [
+        "rag", "reagent-both", "reagent-both-no-same-x", "reagent-both-no-both-yes"]
+    ctx = make_ctx(ScriptedLLM())
+    ctx.log_path = tmp_path / "events.duckdb"
+    method = build_method("reagent-local-no-same-x", ctx)
+    assert method.name == "reagent-local-no-same-x"
+    config = fake_pipeline.made[-1].config
+    assert config.pipeline.backtracking == "local" and not RuleSet(config.pipeline.rules).on("same-x")

@@ -282,3 +282,47 @@ def test_an_answer_of_the_wrong_type_is_not_kept_at_the_depth_limit(index, log):
     assert answer.answer == "unknown" and answer.uncertain  # not "1961"
     override = [e for e in log.events(answer.run_id) if e.type == "override"]
     assert override and override[-1].payload["decision"] == "no usable answer"
+
+
+def test_independent_steps_meet_in_one_round_and_the_channel_escalates_their_conflict(log):
+    """Steps 2 and 4 both use only step 1: they run in one wave, and their capitals meet in one round."""
+    from reagent_local.core import events as ev
+
+    answer = pipeline(olympics_llm(("Los Angeles",), wrong_state=False), olympics_index(), log).ask(OLYMPICS_Q)
+    assert answer.answer == "508,000" and answer.backtracks["global"] == 1
+    events = log.events(answer.run_id)
+    bodies = [(e, ev.decode(e)) for e in events]
+    escalate_event, escalate = next((e, b) for e, b in bodies if isinstance(b, ev.Escalate))
+    assert (escalate.source, escalate.kind, escalate.to) == ("channel", "concurrent", "supervisor")
+    assert sorted(s.value for s in escalate.statements) == ["Los Angeles", "Sacramento"]
+    (round_event, round_body) = next((e, b) for e, b in bodies if e.seq == escalate_event.parent_seq)
+    published = [b for e, b in bodies if isinstance(b, ev.Message) and b.kind == "assert" and e.seq in round_body.messages]
+    assert {b.payload["step"] for b in published} == {1, 3}  # both asserts were delivered in that one round
+    conflict = next(b for _, b in bodies if isinstance(b, ev.ConflictSet))
+    assert conflict.source == "channel" and conflict.affected_steps == (3,)
+    rollback = next(e for e in events if e.type == "rollback_global")
+    assert escalate_event.seq < rollback.seq
+    # the kept capital was published afterwards; the given-up one never reached the assembler
+    held = {s.value for s in pipeline_state(log, answer.run_id) if s.agent == "assembler"}
+    assert "Sacramento" in held and "Los Angeles" not in held
+
+
+def test_a_rule_switched_off_is_not_used_and_the_answer_names_the_rules_that_fired(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["When was Blue Harbour released?", "When was Red Sky released?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "1998", "passages": [1], "subject": "Blue Harbour", "relation": "release_date"},
+                 schema="SubAnswer", contains="Blue Harbour")
+    index.add("Red Sky", "Red Sky is a 1962 film.")
+    llm.add_rule({"answer": "1962", "passages": [1], "subject": "Red Sky", "relation": "release_date"},
+                 schema="SubAnswer", contains="Red Sky")
+    llm.add_rule({"answer": "Blue Harbour"}, schema="OptionAnswer")
+    question = "Which film came out first, Blue Harbour or Red Sky?"
+    answer = pipeline(llm, index, log).ask(question)
+    assert answer.answer == "Red Sky" and "compare-options" in answer.rules_fired
+    assert llm.requests_for("OptionAnswer") == []
+    fired = [e.payload["rule"] for e in log.events(answer.run_id) if e.type == "rule_fired"]
+    assert "compare-options" in fired
+    ablated = pipeline(llm, index, log, rules=("all", "-compare-options")).ask(question)
+    assert ablated.answer == "Blue Harbour" and "compare-options" not in ablated.rules_fired
+    assert "option-grammar" in ablated.rules_fired

@@ -94,6 +94,19 @@ def test_the_page_holds_the_rollbacks_discarded_statements_and_conflict_set(page
     assert {c["purpose"] for c in data["calls"]} == {"decompose", "answer", "reformulate", "assemble"}
 
 
+def test_the_page_shows_the_channel_escalating_two_asserts_of_one_round(page):
+    (_, data_text), _ = parsed(page).scripts
+    data = json.loads(data_text)
+    (escalation,) = [it for it in data["items"] if it["type"] == "escalate"]
+    assert escalation["agent"] == "channel" and escalation["payload"]["source"] == "channel"
+    assert sorted(s["value"] for s in escalation["payload"]["statements"]) == [WRONG_CAPITAL, "Sacramento"]
+    round_item = next(it for it in data["items"] if it["seq"] == escalation["parent_seq"])
+    carried = [it for it in data["items"] if it["type"] == "message" and it["round"] == round_item["round"]
+               and it["kind"] == "assert"]
+    assert len(carried) == 2  # the two conflicting asserts were delivered together
+    assert data["conflict_sets"][0]["source"] == "channel"
+
+
 def test_self_contained_no_network_and_only_its_own_script_may_run(page):
     urls = set(re.findall(r"https?://[^\s\"'()<>\\]+", page))
     assert urls == {"http://www.w3.org/2000/svg"}  # a namespace name, never fetched

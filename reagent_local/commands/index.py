@@ -20,7 +20,7 @@ def index() -> None:
 @click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Index name (letters, digits, -, _, .).")
 @click.option("--format", "fmt", type=click.Choice(("auto", *FORMATS)), default="auto", show_default=True,
-              help="How to read SOURCE: a MediaWiki dump, JSONL {title,text}, DPR TSV, or a benchmark file.")
+              help="How to read SOURCE: a MediaWiki dump, JSONL or a JSON array of {title,text}, DPR TSV, or a benchmark file.")
 @click.option("--limit", type=int, default=None, help="Keep only the first N documents (articles, lines, rows, paragraphs).")
 @click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), default="auto", show_default=True,
               help="Dense index: exact (flat), approximate (hnsw), or chosen by corpus size.")
