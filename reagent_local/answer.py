@@ -46,6 +46,9 @@ class Answer:
     challenges: int = 0
     judge_calls: int = 0
     rules_fired: tuple[str, ...] = ()  # question-shape rules that changed what happened (reagent_local.rules)
+    signals: tuple[str, ...] = ()  # conflict signals that fired (two-roads, low-confidence, ...)
+    # the answer held before the first global rollback; None when backtracking fired before any answer existed
+    answer_before_backtracking: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

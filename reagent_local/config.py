@@ -100,6 +100,9 @@ class PipelineConfig:
     max_seconds: float = 600.0
     max_question_chars: int = 2000
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
+    two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
+    min_confidence: float = 0.3  # a checked step answer the model is less sure of is retried once
+    roads_margin: float = 0.3  # a confidence lead that settles the two roads without a model call
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = ("all",)

@@ -10,6 +10,7 @@ text, tokens, seconds) that callers log.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -37,6 +38,17 @@ class LLMCall:
     seconds: float
     finish_reason: str
     schema_name: str = ""
+    # (text, log-probability) of each generated token under the model's own distribution,
+    # before the grammar narrowed it; empty when the backend does not report them
+    token_logprobs: tuple[tuple[str, float], ...] = ()
+
+    def span_probability(self, value: str) -> float | None:
+        """How sure the model was of a string it wrote: the geometric mean probability of its tokens.
+
+        ``value`` is located in the raw output as a JSON string (first occurrence); None when
+        the call carries no token probabilities or the value cannot be found in them.
+        """
+        return span_probability(self.raw, self.token_logprobs, value)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for the event log)."""
@@ -50,6 +62,43 @@ class LLMCall:
             "finish_reason": self.finish_reason,
             "schema": self.schema_name,
         }
+
+
+def span_probability(raw: str, tokens: Sequence[tuple[str, float]], value: str) -> float | None:
+    """The geometric mean probability of the tokens that wrote ``value`` (as a JSON string) in ``raw``."""
+    if not tokens or not value or "".join(text for text, _ in tokens) != raw[: sum(len(t) for t, _ in tokens)]:
+        return None
+    quoted = json.dumps(value, ensure_ascii=False)[1:-1]
+    start = raw.find('"' + quoted + '"')
+    if start < 0:
+        return None
+    start, end = start + 1, start + 1 + len(quoted)
+    picked, offset = [], 0
+    for text, logprob in tokens:
+        if offset < end and offset + len(text) > start and text.strip('" '):
+            picked.append(logprob)
+        offset += len(text)
+    return math.exp(sum(picked) / len(picked)) if picked else None
+
+
+class _TokenRecorder:
+    """A llama.cpp logits processor that records the log-probability of each token it then samples."""
+
+    def __init__(self) -> None:
+        self.previous: Any = None
+        self.ids: list[int] = []
+        self.logprobs: list[float] = []
+
+    def __call__(self, input_ids: Any, logits: Any) -> Any:
+        import numpy as np
+
+        if self.previous is not None and len(input_ids):
+            token = int(input_ids[-1])
+            self.ids.append(token)
+            self.logprobs.append(float(self.previous[token]))
+        shifted = logits.astype(np.float64) - float(logits.max())
+        self.previous = shifted - math.log(float(np.exp(shifted).sum()))
+        return logits
 
 
 @dataclass(frozen=True)
@@ -227,9 +276,13 @@ class LlamaModel:
             if json_schema is not None:
                 # This form applies a grammar; {"type": "json_schema", ...} silently does not.
                 kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+            recorder = _TokenRecorder()
+            kwargs["logits_processor"] = [recorder]
             start = time.perf_counter()
             response = llama.create_chat_completion(**kwargs)
             seconds = time.perf_counter() - start
+            # the last token is sampled after the last callback: its probability is not known
+            pieces = [llama.detokenize([token]).decode("utf-8", errors="replace") for token in recorder.ids]
         choice = response["choices"][0]
         usage = response.get("usage") or {}
         return LLMCall(
@@ -240,6 +293,7 @@ class LlamaModel:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=seconds,
             finish_reason=choice.get("finish_reason") or "stop",
+            token_logprobs=tuple(zip(pieces, recorder.logprobs)),
         )
 
     def generate_json(

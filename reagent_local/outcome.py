@@ -35,7 +35,8 @@ def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
         prompt_tokens=calls.prompt_tokens, completion_tokens=calls.completion_tokens,
         seconds=time.monotonic() - calls.budget.started, llm_seconds=calls.llm_seconds, uncertain=uncertain,
         uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
-        rules_fired=tuple(team.rules.names_fired))
+        rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.signals)),
+        answer_before_backtracking=_before_backtracking(run, final))
     run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
     run.ws.finish(final, status, {
         "uncertain": uncertain, "uncertain_reason": reason, "llm_calls": answer.llm_calls,
@@ -43,5 +44,16 @@ def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
         "seconds": answer.seconds, "llm_seconds": answer.llm_seconds, "backtracks": dict(run.backtracks),
         "challenges": run.challenges, "reliability": dict(team.controller.reliability),
         "subquestions": [s.question for s in answer.subquestions], "passages": [p.id for p in answer.passages],
-        "rules_fired": list(answer.rules_fired)}, uncertain=uncertain)
+        "rules_fired": list(answer.rules_fired), "signals": list(answer.signals),
+        "answer_before_backtracking": answer.answer_before_backtracking}, uncertain=uncertain)
     return answer
+
+
+def _before_backtracking(run: "QuestionRun", final: str) -> str | None:
+    """The answer before any rollback: the final one if none fired; the chain's first answer if only the
+    roads' global rollbacks fired after it; None when a rollback fired before the first answer existed."""
+    if not run.backtracks["local"] and not run.backtracks["global"]:
+        return final
+    if run.backtracks["local"] or run.first_answer is None or run.backtracks["global"] > run.roads_rollbacks:
+        return None
+    return run.first_answer

@@ -29,7 +29,8 @@ from .run import QuestionRun
 from .team import build_team
 
 # who logs a rule's firing: the role that consults rules of that stage
-_RULE_AGENT = {"plan": "decomposer", "check": "verifier", "assemble": "assembler", "constrain": "assembler"}
+_RULE_AGENT = {"plan": "decomposer", "check": "verifier", "final": "assembler", "assemble": "assembler",
+               "constrain": "assembler"}
 
 
 def validate_question(question: str, max_chars: int) -> str:

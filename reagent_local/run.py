@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .agents.assembler import AGENT as ASSEMBLER, Assembly
+from .agents.assembler import AGENT as ASSEMBLER, WHOLE_QUESTION, Assembly, final_statement
 from .agents.controller import AGENT as CONTROLLER, BudgetExhausted
 from .agents.decomposer import AGENT as DECOMPOSER
-from .agents.evidence import Evidence, EvidencePassage, is_unknown
+from .agents.evidence import Evidence, EvidencePassage, evidence_payload, grounded_in, is_unknown, values_agree
 from .agents.retriever import AGENT as RETRIEVER
-from .agents.supervisor import AGENT as SUPERVISOR, RollbackPlan
+from .agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict, RollbackPlan
 from .agents.verifier import AGENT as VERIFIER, Accept, Candidate, GiveUp, Retry, graph_facts
 from .answer import Answer
 from .calls import CallLedger
@@ -34,6 +34,9 @@ from .rules import answer_type_problem
 from .outcome import finish
 from .steps import Step
 from .team import Team
+from .text import normalize
+
+FALLBACK = "whole-question fallback"  # the Assembly rule of an answer the plan could not give
 
 
 class QuestionRun:
@@ -51,6 +54,14 @@ class QuestionRun:
         self.backtracks = {"local": 0, "global": 0}
         self.challenges = 0
         self.fallback_cited: tuple[EvidencePassage, ...] = ()
+        self.first_answer: str | None = None  # the chain's first answer, before the roads were compared
+        self.signals: list[str] = []  # conflict signals that fired
+        self.whole: Road | None = None  # the second road: the whole question over the run's evidence
+        self.whole_evidence: Evidence | None = None
+        self.verdict: RoadsVerdict | None = None
+        self.roads: dict[str, Road] = {}  # by statement id, while the two roads are compared
+        self.reopened = False  # the last verdict rolled the chain back
+        self.roads_rollbacks = 0  # global rollbacks the two roads caused (after the chain's first answer)
 
     def execute(self) -> Answer:
         """Plan, solve every step, settle conflicts, assemble; budgets bound the work."""
@@ -61,10 +72,13 @@ class QuestionRun:
             if self.settings.global_backtracking:
                 self._settle_across_steps()
             final = self._assemble()
-            if is_unknown(final.answer) and self.settings.answer_fallback:
+            self.first_answer = final.answer
+            if self.settings.global_backtracking and self.settings.two_roads:
+                final = self._two_roads(final)
+            elif is_unknown(final.answer) and self.settings.answer_fallback:
                 final = self._fallback()
-                reason = "" if is_unknown(final.answer) else \
-                    "no answer through the plan; answered from the passages of the whole question"
+            if final.rule == FALLBACK:
+                reason = "no answer through the plan; answered from the passages of the whole question"
         except BudgetExhausted as exc:
             status, reason, final = "budget", f"budget exhausted: {exc.what}", Assembly(self._best_answer())
             self.ws.record(CONTROLLER, ev.BudgetExhausted(what=exc.what, answer=final.answer))
@@ -107,12 +121,18 @@ class QuestionRun:
         """Deliver a round and let each agent act on its inbox; returns the evidence for the verifier."""
         result = self.channel.deliver_round()
         for conflict in result.escalations:
-            self._carry_out(self.team.supervisor.resolve(conflict, self.ws, [s.sub for s in self.steps]))
+            if all(s.subquestion == WHOLE_QUESTION for s in conflict.statements):
+                self._settle_roads()
+            else:
+                self._carry_out(self.team.supervisor.resolve(conflict, self.ws, [s.sub for s in self.steps]))
         for statement in self.team.verifier.read(result.inbox(VERIFIER)):
             for holder in self.ws.holders(statement.id):
                 self.ws.retract(holder, statement.id, "challenged by the controller")
         for request in self.team.retriever.read(result.inbox(RETRIEVER)):
             step = self.steps[request.step]
+            if request.query is None:  # every new query was tried already: the controller settles the step
+                self._override(step)
+                continue
             if request.restart:
                 step.reopen()
                 step.start(step.question)
@@ -127,7 +147,7 @@ class QuestionRun:
         step.query = query
         step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, prefetched=prefetched)
         self._post("inform", RETRIEVER, (VERIFIER,), {"step": step.index, "query": query,
-                                                      **_evidence_payload(step.evidence)})
+                                                      **evidence_payload(step.evidence)})
 
     def _verify(self, step: Step) -> None:
         verifier, evidence = self.team.verifier, step.evidence
@@ -140,20 +160,25 @@ class QuestionRun:
         held = self._hold(VERIFIER, attempt.statement)  # tentative: a retry takes it back
         retries = min(1, self.settings.max_backtrack_depth) if step.fresh else self.settings.max_backtrack_depth
         decision = verifier.decide(step.attempts, retries=retries, local=self.settings.local_backtracking)
-        self.ws.record(VERIFIER, ev.Decision(step=step.index, decision=decision.name, answer=attempt.candidate.answer,
-                                             confidence=attempt.confidence, reasons=decision.reasons, query=step.query))
+        chosen = decision.attempt
+        self.ws.record(VERIFIER, ev.Decision(step=step.index, decision=decision.name, answer=chosen.candidate.answer,
+                                             confidence=chosen.confidence, reasons=decision.reasons, query=chosen.query))
         if isinstance(decision, Accept):
+            if chosen is not attempt:  # an earlier, surer attempt stands: this one is taken back
+                self.ws.rollback_local(VERIFIER, checkpoint.id, f"{chosen.candidate.answer!r} was surer")
+                held = self._hold(VERIFIER, chosen.statement)
             for weaker in decision.retract:
                 self.ws.retract(VERIFIER, weaker.id, f"weaker than {held.text!r}")
-            self.backtracks["local"] += bool(decision.retract)
-            return self._publish(step, attempt, held, uncertain=decision.uncertain)
+            self.backtracks["local"] += bool(decision.retract) or chosen is not attempt
+            return self._publish(step, chosen, held, uncertain=decision.uncertain)
         self.ws.rollback_local(VERIFIER, checkpoint.id, "; ".join(decision.reasons))
         self.backtracks["local"] += 1
         if isinstance(decision, Retry):
             self._post("reject", VERIFIER, (RETRIEVER,), {
                 "step": step.index, "answer": attempt.candidate.answer, "reason": "; ".join(decision.reasons),
                 "reasons": list(decision.reasons), "question": step.question, "query": step.query,
-                "hints": list(decision.hints), "exclude": list(decision.exclude)}, [held])
+                "tried": [a.query for a in step.attempts], "hints": list(decision.hints),
+                "exclude": list(decision.exclude)}, [held])
         elif isinstance(decision, GiveUp):
             self._override(step)
 
@@ -238,28 +263,98 @@ class QuestionRun:
                 self.team.controller.reward(step.statement.agent)
         return assembly
 
-    def _fallback(self) -> Assembly:
-        """The plan gave no answer: the verifier answers the whole question from its passages and the steps'."""
+    # -- the second road: the whole question over the run's evidence --------------------
+    def _two_roads(self, chain: Assembly) -> Assembly:
+        """Both roads assert their answer in one round; a disagreement goes to the supervisor, a lost chain is redone."""
+        while (whole := self._whole_road()) is not None:
+            if is_unknown(chain.answer):
+                return self._fallback()
+            if values_agree(chain.answer, whole.answer):
+                self._signal("two-roads", False, f"both roads answer {chain.answer!r}")
+                return chain
+            chain_road, self.verdict = self._chain_road(chain.answer), None
+            self.roads = {chain_road.statement.id: chain_road, whole.statement.id: whole}
+            for road in (chain_road, whole):
+                self._post("assert", ASSEMBLER, (SUPERVISOR,), {"road": road.name, "answer": road.answer},
+                           [road.statement])
+            self._deliver()  # the roads meet: the channel escalates, _settle_roads decides
+            while self.channel.pending:
+                self._deliver()
+            if self.verdict is None or self.verdict.winner is chain_road:
+                return chain
+            if not self.reopened:  # no rollback was allowed: the whole question's answer stands
+                return Assembly(whole.answer, "two-roads")
+            self._solve_pending()
+            chain = self._assemble()
+        return self._fallback() if is_unknown(chain.answer) and self.settings.answer_fallback else chain
+
+    def _settle_roads(self) -> None:
+        """The supervisor weighs the two roads; a chain that loses is rolled back at its weakest step."""
+        chain, whole = (r for r in self.roads.values())
+        assert self.whole_evidence is not None
+        self.verdict = verdict = self.team.supervisor.settle_roads(self.question, chain, whole, self.whole_evidence)
+        self._signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
+                     winner=verdict.winner.name, judged=verdict.judged)
+        self.reopened = False
+        held = [s.statement for s in self.steps if s.done and s.statement is not None]
+        if verdict.winner is whole and held and self.team.controller.may_roll_back():
+            plan = self.team.supervisor.roll_back_chain(held, self.ws, [s.sub for s in self.steps], verdict.reason)
+            self._carry_out(plan)
+            self.reopened = True
+            self.roads_rollbacks += 1
+
+    def _whole_road(self) -> Road | None:
+        """The whole question answered from its own search and the steps' passages (one model call, once)."""
+        if self.whole is not None or self.whole_evidence is not None:
+            return self.whole
         self.calls.budget.check()
-        evidence = self.team.retriever.gather(self.question, [s.evidence for s in self.steps])
-        self._post("inform", RETRIEVER, (VERIFIER,), {"step": "whole question", "query": self.question,
-                                                      **_evidence_payload(evidence)})
+        evidence = self.whole_evidence = self.team.retriever.gather(self.question, [s.evidence for s in self.steps])
+        self._post("inform", RETRIEVER, (ASSEMBLER,), {"step": "whole question", "query": self.question,
+                                                       **evidence_payload(evidence)})
         try:
-            candidate = self.team.verifier.answer(len(self.steps), self.question, evidence)
+            candidate = self.team.assembler.read_whole(self.question, evidence)
         except LLMOutputError as exc:
-            self.ws.record(VERIFIER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
+            self.ws.record(ASSEMBLER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
+            return None
+        if is_unknown(candidate.answer):
+            return None
+        confidence = candidate.probability if candidate.probability is not None else 0.5
+        statement = final_statement(self.question, candidate.answer, confidence=confidence, cited=candidate.cited)
+        problem = answer_type_problem(self.question, candidate.answer, self.team.rules, final=True)
+        self.whole = Road("whole question", candidate.answer, statement, confidence, problem,
+                          self._grounded(candidate.answer, candidate.cited or evidence.passages))
+        return self.whole
+
+    def _chain_road(self, answer: str) -> Road:
+        statements = [s.statement for s in self.steps if s.done and s.statement is not None]
+        confidence = min((s.confidence for s in statements), default=0.0)  # a chain is as sure as its weakest step
+        cited = tuple(p for s in self.steps for p in s.cited)
+        problem = answer_type_problem(self.question, answer, self.team.rules, final=True)
+        return Road("chain", answer, final_statement(self.question, answer, confidence=confidence, cited=cited),
+                    confidence, problem, self._grounded(answer, cited))
+
+    def _fallback(self) -> Assembly:
+        """The plan gave no answer: the whole question's answer from its passages and the steps' (uncertain)."""
+        road = self._whole_road()
+        evidence = self.whole_evidence
+        rejection = "no answer in the passages" if road is None else road.problem
+        if road is None or rejection:
+            self.ws.record(CONTROLLER, ev.FallbackAnswer(answer="unknown", rejected=road.answer if road else "",
+                                                         reason=rejection or ""))
             return Assembly("unknown")
-        rejection = ("no answer in the passages" if is_unknown(candidate.answer)
-                     else answer_type_problem(self.question, candidate.answer, self.team.rules))
-        if rejection:
-            self.ws.record(CONTROLLER, ev.FallbackAnswer(answer="unknown", rejected=candidate.answer, reason=rejection))
-            return Assembly("unknown")
-        self.fallback_cited = tuple(p for p in candidate.cited if not p.suspicious) or evidence.passages[:1]
-        self.ws.record(CONTROLLER, ev.FallbackAnswer(answer=candidate.answer,
+        cited = [p for p in (evidence.passages if evidence else ()) if p.id in dict(road.statement.provenance)]
+        self.fallback_cited = tuple(p for p in cited if not p.suspicious) or (evidence.passages[:1] if evidence else ())
+        self.ws.record(CONTROLLER, ev.FallbackAnswer(answer=road.answer,
                                                      passages=tuple(p.id for p in self.fallback_cited)))
-        self._post("inform", ASSEMBLER, (SUPERVISOR, CONTROLLER), {"answer": candidate.answer, "fallback": True})
-        self.channel.deliver_round()
-        return Assembly(candidate.answer)
+        return Assembly(road.answer, FALLBACK)
+
+    def _grounded(self, answer: str, passages: Sequence[EvidencePassage]) -> bool:
+        return normalize(answer) in {"yes", "no"} or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])
+
+    def _signal(self, name: str, fired: bool, detail: str, step: int | None = None, **values: Any) -> None:
+        if fired:
+            self.signals.append(name)
+        self.ws.record(SUPERVISOR, ev.Signal(signal=name, fired=fired, step=step, detail=detail, values=values))
 
     # -- small helpers ----------------------------------------------------------------
     def _post(self, kind: str, sender: str, recipients: Sequence[str], payload: dict,
@@ -281,10 +376,3 @@ class QuestionRun:
         """Best-supported answer so far: the latest answered step's answer."""
         answered = [s for s in self.steps if s.done and s.answer and not is_unknown(s.answer)]
         return answered[-1].answer if answered else "unknown"
-
-
-def _evidence_payload(evidence: Evidence) -> dict:
-    """The passages and graph facts of a retriever message, as logged."""
-    return {"passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
-                          "suspicious": p.suspicious} for p in evidence.passages],
-            "facts": [f.text for f in evidence.facts]}

@@ -41,5 +41,7 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     retriever = RetrieverAgent(index, calls, top_k=retrieval.top_k, mode=retrieval.mode,
                                passage_chars=retrieval.passage_chars, kg=kg if retrieval.use_kg else None)
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
-                verifier=Verifier(calls, checker, rules), assembler=AnswerAssembler(calls, checker, rules),
-                supervisor=Supervisor(checker, controller), controller=controller, rules=rules)
+                verifier=Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence),
+                assembler=AnswerAssembler(calls, checker, rules),
+                supervisor=Supervisor(checker, controller, calls, margin=pipeline.roads_margin),
+                controller=controller, rules=rules)

@@ -14,6 +14,7 @@ that returns an invalid object fails the same way a model would::
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -34,6 +35,7 @@ class Rule:
     schema: str | None = None  # pydantic model name, e.g. "SubAnswer"
     contains: str | None = None  # substring of the last message's content
     times: int | None = None  # how many times the rule may fire (None: always)
+    confidence: float | None = None  # the probability every generated character gets (None: none reported)
     used: int = 0
 
     def matches(self, messages: Sequence[Message], schema: type[BaseModel]) -> bool:
@@ -70,19 +72,19 @@ class ScriptedLLM:
         self.responses.extend(responses)
 
     def add_rule(self, respond: Response, *, schema: str | None = None, contains: str | None = None,
-                 times: int | None = None) -> Rule:
-        """Add a rule and return it."""
-        rule = Rule(respond=respond, schema=schema, contains=contains, times=times)
+                 times: int | None = None, confidence: float | None = None) -> Rule:
+        """Add a rule and return it; ``confidence`` scripts the token probabilities the call reports."""
+        rule = Rule(respond=respond, schema=schema, contains=contains, times=times, confidence=confidence)
         self.rules.append(rule)
         return rule
 
-    def _pick(self, messages: Sequence[Message], schema: type[BaseModel]) -> Response:
+    def _pick(self, messages: Sequence[Message], schema: type[BaseModel]) -> tuple[Response, float | None]:
         for rule in self.rules:
             if rule.matches(messages, schema):
                 rule.used += 1
-                return rule.respond
+                return rule.respond, rule.confidence
         if self.responses:
-            return self.responses.pop(0)
+            return self.responses.pop(0), None
         last = messages[-1].get("content", "")[:300] if messages else ""
         raise LLMOutputError(f"ScriptedLLM has no response for a {schema.__name__} request", raw=last,
                              hint="add a rule or queue a response for this request")
@@ -98,7 +100,7 @@ class ScriptedLLM:
     ) -> JsonResult[T]:
         """Return the scripted object for this request, validated against ``schema``."""
         self.requests.append(ScriptedRequest([dict(m) for m in messages], schema.__name__, max_tokens))
-        response = self._pick(messages, schema)
+        response, confidence = self._pick(messages, schema)
         if callable(response) and not isinstance(response, BaseModel):
             response = response(messages, schema)
         if isinstance(response, BaseModel):
@@ -117,6 +119,7 @@ class ScriptedLLM:
             seconds=0.0,
             finish_reason="stop",
             schema_name=schema.__name__,
+            token_logprobs=tuple((ch, math.log(confidence)) for ch in raw) if confidence else (),
         )
         return JsonResult(value=parse_json_output(raw, schema, "stop"), call=call)
 

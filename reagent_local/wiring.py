@@ -16,8 +16,8 @@ from .llm import LLM, LlamaModel
 from .models import resolve_model
 from .pipeline import Pipeline
 
-# the roles that call a model (the supervisor and controller decide without one)
-ROLES = ("decomposer", "retriever", "verifier", "assembler")
+# the roles that call a model (the controller decides without one)
+ROLES = ("decomposer", "retriever", "verifier", "assembler", "supervisor")
 
 
 def load_llm(name_or_path: str, config: Config) -> LlamaModel:

@@ -69,8 +69,12 @@ def olympics_llm(step4_answers: tuple[str, ...] = (WRONG_CAPITAL,), wrong_state:
 
 
 def scenario_config(backtracking: str = "both", **pipeline) -> Config:
-    """Three passages per search; both kinds of backtracking unless told; other pipeline settings as given."""
+    """Three passages per search; both kinds of backtracking unless told; other pipeline settings as given.
+
+    The second road is off unless asked for (``two_roads=True``): these scenarios script the chain's calls only.
+    """
     base = Config()
+    pipeline.setdefault("two_roads", False)
     return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking, **pipeline),
                    retrieval=replace(base.retrieval, top_k=3))
 

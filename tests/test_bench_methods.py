@@ -138,6 +138,8 @@ class FakeAnswer:
     seconds: float = 1.5
     subquestions: list = field(default_factory=list)
     rules_fired: tuple = ("chain-last-step",)
+    signals: tuple = ("two-roads",)
+    answer_before_backtracking: str | None = "Yes"
 
 
 class FakePipeline:
@@ -176,7 +178,8 @@ def test_reagent_adapter_maps_the_answer(fake_pipeline: type[FakePipeline], tmp_
     assert result.backtracks == {"local": 2, "global": 0}
     assert (result.llm_calls, result.prompt_tokens, result.completion_tokens) == (7, 900, 60)
     assert [p.title for p in result.cited] == ["Rush (band)"]
-    assert result.rules_fired == ["chain-last-step"]
+    assert result.rules_fired == ["chain-last-step"] and result.signals == ["two-roads"]
+    assert result.answer_before_backtracking == "Yes"
     failed = both.answer("this will fail")
     assert failed.prediction == "" and failed.error.startswith("LLMOutputError")
 

@@ -23,7 +23,7 @@ def test_every_rule_is_named_staged_and_documented_in_one_line():
     assert len(RULES) >= 12
     for name, stage, summary in describe_rules():
         assert name == name.lower() and " " not in name
-        assert stage in {"plan", "check", "assemble", "constrain"}
+        assert stage in {"plan", "check", "final", "assemble", "constrain"}
         assert summary and "\n" not in summary
 
 
@@ -112,6 +112,14 @@ def test_place_or_name_answer():
     assert only_date_or_number("Where was Hans Berg born?", "Berlin") is None
     assert only_date_or_number("Where is the stadium?", "5 Main Street") is None  # an address is a place
     assert only_date_or_number("Who wrote the song?", "Maroon 5") is None
+
+
+def test_option_answer():
+    from reagent_local.rules.answer_types import not_an_option
+
+    assert not_an_option("Which came first, Roe or Doe?", "1973")
+    assert not_an_option("Which came first, Roe or Doe?", "Doe v. Bolton") is None
+    assert not_an_option("Who directed Actrius?", "Ventura Pons") is None
 
 
 def test_answer_type_problem_uses_only_enabled_rules_and_records_the_one_that_fired():

@@ -73,12 +73,13 @@ def test_clicking_rollbacks_shows_their_details_and_planted_script_never_runs(br
     title = browser.title
     assert title.startswith("reagent trace: What is the population")
     lanes = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".lane-label")]
-    assert lanes == ["decomposer", "retriever", "verifier", "assembler", "supervisor"]
-    assert len(browser.find_elements(By.CSS_SELECTOR, ".cp-line")) == 6
+    assert lanes == ["decomposer", "retriever", "verifier", "assembler", "supervisor", "channel"]
+    # start, and one before each attempt at a step: 1, 1 (retry), 2, 4, 3, 4 (after the rollback)
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".cp-line")) == 7
     assert len(browser.find_elements(By.CSS_SELECTOR, "path.arrow.local")) == 1
     assert len(browser.find_elements(By.CSS_SELECTOR, "path.arrow.global")) == 1
     abandoned = browser.find_elements(By.CSS_SELECTOR, ".mark.abandoned")
-    assert len(abandoned) == 4  # two assert messages and their two state entries
+    assert len(abandoned) == 2  # the two statements the verifier held and a rollback discarded
 
     text = details_after_click(browser, '.mark[data-type="rollback_local"]')
     assert text.startswith("Local rollback\n")
@@ -86,7 +87,9 @@ def test_clicking_rollbacks_shows_their_details_and_planted_script_never_runs(br
     assert f"-> {WRONG_STATE}" in text and "DISCARDED STATEMENTS (1)" in text.upper()
 
     # the step-1 retrieval carries the passage with the planted markup: shown as text
-    text = details_after_click(browser, '.mark[data-kind="inform"][data-seq="5"]')
+    informs = browser.find_elements(By.CSS_SELECTOR, '.mark[data-kind="inform"]')
+    seq = next(m.get_attribute("data-seq") for m in informs if "(step 1," in (m.get_attribute("aria-label") or ""))
+    text = details_after_click(browser, f'.mark[data-kind="inform"][data-seq="{seq}"]')
     assert "</script><script>window.__pwned = 1;" in text and '<img src=x onerror="window.__pwned = 2">' in text
 
     text = details_after_click(browser, '.mark[data-type="rollback_global"]')
@@ -94,6 +97,11 @@ def test_clicking_rollbacks_shows_their_details_and_planted_script_never_runs(br
     assert f"California? -> {WRONG_CAPITAL}" in text and "DISCARDED STATEMENTS (1)" in text.upper()
     assert "capital(California) has one value" in text and "LLM call #" in text
 
+    # the two capitals met in one round: the channel escalated them to the supervisor
+    text = details_after_click(browser, '.mark[data-type="escalate"]')
+    assert text.startswith("Escalation\n") and "Los Angeles" in text and "Sacramento" in text
+
+    text = details_after_click(browser, '.mark[data-type="rollback_global"]')
     # expand the LLM call behind the discarded statement: rendered prompt and raw output
     browser.find_element(By.CSS_SELECTOR, "#details details.call > summary").click()
     call_text = browser.find_element(By.CSS_SELECTOR, "#details details.call").text

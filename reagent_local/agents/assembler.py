@@ -16,17 +16,28 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.conflicts import ConflictChecker
-from ..core.knowledge import Statement
+from ..core.knowledge import Statement, make_statement
 from ..prompts import render_messages
 from ..rules import RuleSet
 from ..rules.assemble_rules import grammar_options
+from ..rules.shapes import either_or_options, matching_option
 from ..text import normalize
 from . import PROMPTS, Caller
-from .evidence import grounded_in, is_unknown
+from .evidence import Evidence, EvidencePassage, grounded_in, is_unknown
 from .schemas import FinalAnswer, option_answer
+from .verifier import Candidate, read_passages
 
 AGENT = "assembler"
 OPTION_GRAMMAR = "option-grammar"
+WHOLE_QUESTION = "question"  # the sub-question key of statements that answer the whole question
+
+
+def final_statement(question: str, answer: str, *, confidence: float,
+                    cited: tuple[EvidencePassage, ...] = ()) -> Statement:
+    """A statement answering the whole question; two of them with different answers conflict."""
+    return make_statement(f"{question} -> {answer}", subject="#question", relation="answer", value=answer,
+                          agent=AGENT, subquestion=WHOLE_QUESTION, provenance=[(p.id, p.score) for p in cited],
+                          confidence=confidence)
 
 
 @dataclass(frozen=True)
@@ -106,3 +117,13 @@ class AnswerAssembler:
             self.rules.fire(OPTION_GRAMMAR, detail=" | ".join(options))
             schema = option_answer(options)
         return Assembly(" ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split()))
+
+    def read_whole(self, question: str, evidence: Evidence) -> Candidate:
+        """The second road: the whole question answered from the run's evidence (an option, for 'A or B?')."""
+        candidate = read_passages(self.call, AGENT, -1, question, evidence)
+        opts = either_or_options(question)
+        option = matching_option(candidate.answer, opts) if opts is not None else None
+        if option is not None and option != candidate.answer:
+            return Candidate(candidate.subquestion, question, option, candidate.cited, candidate.subject,
+                             candidate.relation, candidate.probability)
+        return candidate

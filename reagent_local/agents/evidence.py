@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..dates import YEAR
 from ..text import NUMBER_WORDS, digits_for_number_words, normalize
 
 _INSTRUCTION = re.compile(
@@ -111,3 +112,20 @@ def grounded_in(answer: str, texts: Sequence[str]) -> bool:
         if len(words) > 1 and sum(w in hay_words for w in words) >= max(2, round(0.75 * len(words))):
             return True
     return False
+
+
+def values_agree(a: str, b: str) -> bool:
+    """Two answers that name the same thing: differing only by qualification ('Montgomery' /
+    'Montgomery, Alabama') or by date precision and format ('February 12, 1809' / '1809-02-12')."""
+    ya, yb = set(YEAR.findall(a)), set(YEAR.findall(b))
+    if ya and yb:
+        return bool(ya & yb)
+    ta, tb = set(normalize(a).split()), set(normalize(b).split())
+    return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
+
+
+def evidence_payload(evidence: Evidence) -> dict:
+    """The passages and graph facts of a retriever message, as logged."""
+    return {"passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
+                          "suspicious": p.suspicious} for p in evidence.passages],
+            "facts": [f.text for f in evidence.facts]}

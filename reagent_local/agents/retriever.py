@@ -16,6 +16,7 @@ from typing import Any, Iterable, Protocol, Sequence
 
 from ..core.channel import Message
 from ..prompts import render_messages
+from ..text import normalize
 from . import PROMPTS, Caller
 from .evidence import Evidence, EvidencePassage, Fact, flatten, looks_like_instruction
 from .schemas import Reformulation
@@ -35,7 +36,7 @@ class SearchRequest:
     """The retriever's decision after reading its inbox: search again for one step."""
 
     step: int
-    query: str
+    query: str | None  # None: every query worth sending was tried already
     exclude: tuple[str, ...] = ()
     restart: bool = False  # a challenge: the step is solved afresh
 
@@ -110,21 +111,28 @@ class RetrieverAgent:
         for message in inbox:
             body = message.payload
             if message.type == "reject" and "step" in body:
-                query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"])
+                query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"],
+                                         tried=body.get("tried", [body["query"]]))
                 requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ()))))
             elif message.type == "challenge" and "step" in body:
                 requests.append(SearchRequest(body["step"], body["question"], tuple(body.get("exclude", ())),
                                               restart=True))
         return requests
 
-    def reformulate(self, question: str, previous: str, reason: str, hints: Sequence[str]) -> str:
-        """A new query for the sub-question, written by the model from what failed."""
+    def reformulate(self, question: str, previous: str, reason: str, hints: Sequence[str],
+                    tried: Sequence[str] = ()) -> str | None:
+        """A new query for the sub-question, written by the model from what failed; None if none is new.
+
+        A query already tried for the step is never sent again: when the model repeats
+        one, the question widened with the hints is tried instead.
+        """
+        seen = {normalize(q) for q in (*tried, previous)}
         if self.call is None:
-            return question
+            return None if normalize(question) in seen else question
         messages = render_messages(PROMPTS, "reformulate", question=question, previous=previous,
                                    reason=reason, hints="; ".join(hints) or "none")
         query = self.call(AGENT, messages, Reformulation, max_tokens=60).value.query.strip()
-        if not query or query.lower() == previous.lower():
-            # the model repeated itself: widen the query with the hints instead
-            query = " ".join([question, *hints])[:300]
-        return query
+        for option in (query, " ".join([question, *hints])[:300]):
+            if option and normalize(option) not in seen:
+                return option
+        return None

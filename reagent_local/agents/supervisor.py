@@ -1,4 +1,4 @@
-"""Supervisor (A_S): turns an escalated conflict into a global rollback plan.
+"""Supervisor (A_S): turns an escalated conflict into a global rollback plan, and settles the two roads.
 
 Conflicts reach it through the channel: concurrent asserts that contradict each other
 in one round, and contradictions the assembler finds across steps (sent as a reject
@@ -7,6 +7,12 @@ the statement with the lowest confidence times its agent's reliability, and plan
 rollback: the checkpoint before that statement entered, the steps to solve again (the
 discarded one and every step using its answer), and the statements the rollback would
 take with it that the conflict does not touch (re-asserted as they were).
+
+The two roads to an answer (the chain of steps, and the whole question read over the
+run's evidence) conflict when they disagree; :meth:`Supervisor.settle_roads` weighs
+them with evidence (answer type, grounding, the model's confidence) and, when that is
+not clear, one grammar-bound model call that chooses between the two answers. A chain
+that loses is rolled back at its weakest step (:meth:`Supervisor.roll_back_chain`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,11 @@ from ..core.conflicts import ConflictChecker, minimal_conflict_set
 from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
 from ..plan import SubQuestion, dependents
+from ..prompts import render_messages
+from . import PROMPTS, Caller
 from .controller import Controller
+from .evidence import Evidence, format_evidence
+from .schemas import option_answer
 
 AGENT = "supervisor"
 BRIDGE_MARGIN = 0.2  # how much stronger a bridge's foundation must be to survive the step that could not find it
@@ -49,12 +59,37 @@ class RollbackPlan:
     source: str
 
 
+@dataclass(frozen=True)
+class Road:
+    """One road's answer to the whole question, with what speaks for and against it."""
+
+    name: str  # "chain" or "whole question"
+    answer: str
+    statement: Statement
+    confidence: float
+    problem: str | None = None  # why the answer does not fit the question, if it does not
+    grounded: bool = True  # the answer is in the run's passages
+
+
+@dataclass(frozen=True)
+class RoadsVerdict:
+    """Which road's answer stands, and why."""
+
+    winner: Road
+    loser: Road
+    reason: str
+    judged: bool = False  # a model call chose
+
+
 class Supervisor:
     """Chooses what to give up and where to roll back to."""
 
-    def __init__(self, checker: ConflictChecker, controller: Controller) -> None:
+    def __init__(self, checker: ConflictChecker, controller: Controller, call: Caller | None = None, *,
+                 margin: float = 0.3) -> None:
         self.checker = checker
         self.controller = controller
+        self.call = call
+        self.margin = margin  # a confidence lead this large settles the roads without a model call
 
     def conflict_set(self, conflict: ConflictRecord) -> tuple[Statement, ...]:
         """The minimal conflict set (value conflicts through the core; a broken bridge is already minimal)."""
@@ -86,3 +121,31 @@ class Supervisor:
         doomed = discarded_between(view.state(), view.state_at(checkpoint.time))
         reassert = tuple(s for s in doomed if isinstance(s.subquestion, int) and s.subquestion not in affected)
         return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source)
+
+    def settle_roads(self, question: str, chain: Road, whole: Road, evidence: Evidence) -> RoadsVerdict:
+        """The road whose answer stands: evidence first (type, grounding, confidence), then one judge call."""
+        for label, ok in (("does not fit the question", lambda r: r.problem is None),
+                          ("is not in the passages", lambda r: r.grounded)):
+            if ok(chain) != ok(whole):
+                winner, loser = (chain, whole) if ok(chain) else (whole, chain)
+                return RoadsVerdict(winner, loser, f"the {loser.name} answer {label}")
+        lead = chain.confidence - whole.confidence
+        if abs(lead) >= self.margin or self.call is None:
+            winner, loser = (chain, whole) if lead >= 0 else (whole, chain)
+            return RoadsVerdict(winner, loser, f"the {winner.name} answer is surer "
+                                               f"({winner.confidence:.2f} against {loser.confidence:.2f})")
+        messages = render_messages(PROMPTS, "choose", evidence=format_evidence(evidence), question=question,
+                                   candidates=f"{chain.answer!r} or {whole.answer!r}")
+        chosen = self.call(AGENT, messages, option_answer((chain.answer, whole.answer)), max_tokens=40).value.answer
+        winner, loser = (chain, whole) if chosen == chain.answer else (whole, chain)
+        return RoadsVerdict(winner, loser, f"asked to choose, the model took the {winner.name} answer", judged=True)
+
+    def roll_back_chain(self, chain: Sequence[Statement], view: StateView, plan: Sequence[SubQuestion],
+                        reason: str) -> RollbackPlan:
+        """The chain lost: give up its weakest step's statement and redo that step and every step using it."""
+        weakest = min(chain, key=lambda s: (self.strength(s), -(s.time or 0)))
+        checkpoint = view.checkpoint_before([weakest])
+        affected = tuple(sorted(dependents(plan, weakest.subquestion))) if isinstance(weakest.subquestion, int) else ()
+        doomed = discarded_between(view.state(), view.state_at(checkpoint.time))
+        reassert = tuple(s for s in doomed if isinstance(s.subquestion, int) and s.subquestion not in affected)
+        return RollbackPlan(tuple(chain), weakest, (), checkpoint, affected, reassert, reason, "two-roads")

@@ -20,10 +20,9 @@ from ..core.knowledge import Statement, make_statement
 from ..core.relations import ALL_RELATIONS
 from ..prompts import render_messages
 from ..rules import RuleSet, answer_type_problem
-from ..dates import YEAR
 from ..text import normalize
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown
+from .evidence import Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
 from .schemas import ConflictJudgement, SubAnswer
 
 AGENT = "verifier"
@@ -39,6 +38,7 @@ class Candidate:
     cited: tuple[EvidencePassage, ...]
     subject: str
     relation: str
+    probability: float | None = None  # how sure the model was of the span (token probabilities), if reported
 
     def to_statement(self, confidence: float) -> Statement:
         """The statement the verifier holds for this candidate."""
@@ -142,23 +142,35 @@ class LLMJudge:
         return Verdict(result.value.contradict, "LLM judge: " + ("contradict" if result.value.contradict else "compatible"))
 
 
-def _values_agree(a: str, b: str) -> bool:
-    """Values that differ only by qualification ('Montgomery' / 'Montgomery, Alabama') or
-    by date precision and format ('February 12, 1809' / '1809-02-12')."""
-    ya, yb = set(YEAR.findall(a)), set(YEAR.findall(b))
-    if ya and yb:
-        return bool(ya & yb)
-    ta, tb = set(normalize(a).split()), set(normalize(b).split())
-    return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
+def read_passages(call: Caller, agent: str, index: int, question: str, evidence: Evidence) -> Candidate:
+    """A span answer to ``question`` from numbered passages, with the passages it came from and its probability.
+
+    The verifier reads a step's evidence this way, the assembler the whole question's.
+    """
+    messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=question)
+    result = call(agent, messages, SubAnswer, max_tokens=90)
+    value: SubAnswer = result.value
+    answer = " ".join(value.answer.split())
+    cited = tuple(evidence.by_number(value.passages))
+    if not grounded_in(answer, [f"{p.title}: {p.text}" for p in cited]):
+        # small models often cite the wrong number: cite the passages that contain the span
+        containing = tuple(p for p in evidence.passages if grounded_in(answer, [f"{p.title}: {p.text}"]))
+        cited = containing or cited
+    return Candidate(index, question, answer, cited, value.subject, value.relation,
+                     result.call.span_probability(value.answer))
 
 
 def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> float:
-    """A confidence in [0, 1] from evidence rank, grounding and graph support."""
+    """A confidence in [0, 1]: the model's own probability for the span (else the rank of its passage),
+    raised by graph support, lowered by failed checks."""
     if not evidence.passages:
         return 0.1
-    best_rank = min((evidence.passages.index(p) for p in candidate.cited if p in evidence.passages),
-                    default=len(evidence.passages))
-    score = 0.55 + 0.25 * (1 - best_rank / max(1, len(evidence.passages)))
+    if candidate.probability is not None:
+        score = candidate.probability
+    else:
+        best_rank = min((evidence.passages.index(p) for p in candidate.cited if p in evidence.passages),
+                        default=len(evidence.passages))
+        score = 0.55 + 0.25 * (1 - best_rank / max(1, len(evidence.passages)))
     if check.kg_supports:
         score += 0.15
     if check.problems:
@@ -169,22 +181,15 @@ def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> flo
 class Verifier:
     """Answers from evidence, checks the answer, and decides: accept, retry or give up."""
 
-    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet) -> None:
+    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet, *, min_confidence: float = 0.0) -> None:
         self.call = call
         self.checker = checker
         self.rules = rules
+        self.min_confidence = min_confidence  # a checked answer less sure than this is retried once
 
     def answer(self, index: int, question: str, evidence: Evidence) -> Candidate:
         """Ask the model for a span answer with the passages it used."""
-        messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=question)
-        value: SubAnswer = self.call(AGENT, messages, SubAnswer, max_tokens=90).value
-        answer = " ".join(value.answer.split())
-        cited = tuple(evidence.by_number(value.passages))
-        if not grounded_in(answer, [f"{p.title}: {p.text}" for p in cited]):
-            # small models often cite the wrong number: cite the passages that contain the span
-            containing = tuple(p for p in evidence.passages if grounded_in(answer, [f"{p.title}: {p.text}"]))
-            cited = containing or cited
-        return Candidate(index, question, answer, cited, value.subject, value.relation)
+        return read_passages(self.call, AGENT, index, question, evidence)
 
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
                 facts: Iterable[Statement] = (), rejected: Iterable[str] = ()) -> Attempt:
@@ -217,31 +222,40 @@ class Verifier:
         if statement.structured and statement.relation != "answer":
             fact_check = check_against_facts(statement, facts, self.checker.rules)
             kg_conflicts = tuple((f, v) for f, v in fact_check.conflicts
-                                 if not _values_agree(f.value or "", statement.value or ""))
+                                 if not values_agree(f.value or "", statement.value or ""))
             kg_supports = fact_check.supports
         own = []
         for held in verified:
             # local scope: this step's own earlier answers; cross-step conflicts are the assembler's
             if held.subquestion == statement.subquestion and held.id != statement.id:
                 verdict = self.checker.conflict(held, statement)
-                if verdict.conflict and not _values_agree(held.value or "", statement.value or ""):
+                if verdict.conflict and not values_agree(held.value or "", statement.value or ""):
                     own.append((held, verdict))
         return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own))
 
     def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool) -> Decision:
-        """Accept the last attempt, retry with new evidence, or give up (retries spent or repeating)."""
+        """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
+
+        A checked answer the model was unsure of (confidence below ``min_confidence``) is
+        retried once before anything is built on it; then the surest checked attempt stands.
+        """
         last = attempts[-1]
         check, statement = last.check, last.statement
-        if check.ok:
+        checked = [a for a in attempts if a.check.ok]
+        if check.ok and (last.confidence >= self.min_confidence or not local):
             return Accept(last)
-        if local and not check.problems and not check.kg_conflicts and all(
+        if local and not check.problems and not check.kg_conflicts and check.own_conflicts and all(
                 held.confidence < statement.confidence for held, _ in check.own_conflicts):
             # it only contradicts older, weaker answers of this step: those go, this one stays
             return Accept(last, retract=tuple(held for held, _ in check.own_conflicts))
         if not local:
             return Accept(last, uncertain=True)  # the ablation without local backtracking keeps the first answer
-        reasons = tuple(check.reasons())
+        unsure = check.ok and last.confidence < self.min_confidence
+        reasons = tuple(check.reasons()) or (f"the model is unsure of {last.candidate.answer!r} "
+                                             f"(confidence {last.confidence:.2f})",)
         repeated = sum(normalize(a.candidate.answer) == normalize(last.candidate.answer) for a in attempts) > 1
+        if checked and (len(attempts) > retries or repeated or unsure and len(checked) > 1):
+            return Accept(max(checked, key=lambda a: a.confidence))  # the surest answer that passed its checks
         if len(attempts) > retries or repeated:
             return GiveUp(last, reasons)  # new evidence gave the same rejected answer: more retries will not help
         exclude = tuple(p.id for p in last.candidate.cited if p.suspicious)

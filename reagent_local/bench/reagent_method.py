@@ -45,4 +45,6 @@ class ReagentMethod:
             run_id=answer.run_id,
             uncertain=answer.uncertain,
             rules_fired=list(answer.rules_fired),
+            signals=list(answer.signals),
+            answer_before_backtracking=answer.answer_before_backtracking,
         )

@@ -34,15 +34,14 @@ class Judge(Protocol):
 JudgementHook = Callable[[Statement, Statement, Verdict, bool], None]  # (a, b, verdict, cached)
 
 
-# text.normalize, cached: pair checks normalise the same values over and over.
-# The name stays while agents/verifier.py imports it.
-normalize_value = lru_cache(maxsize=65536)(normalize)
+# text.normalize, cached: pair checks normalise the same values over and over
+_normalized = lru_cache(maxsize=65536)(normalize)
 
 
 def _same_subject(a: Statement, b: Statement) -> bool:
     if a.relation == "answer" and a.subquestion is not None:
         return a.subquestion == b.subquestion  # answers are keyed by their sub-question
-    return normalize_value(a.subject or "") == normalize_value(b.subject or "")
+    return _normalized(a.subject or "") == _normalized(b.subject or "")
 
 
 class RuleChecker:
@@ -55,7 +54,7 @@ class RuleChecker:
 
     def check(self, a: Statement, b: Statement) -> Verdict | None:
         """A verdict from the rules, or None (a free-text side: ask the judge)."""
-        va, vb = normalize_value(a.value or ""), normalize_value(b.value or "")
+        va, vb = _normalized(a.value or ""), _normalized(b.value or "")
         if a.subquestion is not None and a.subquestion == b.subquestion and va in YES_NO and vb in YES_NO:
             return Verdict(va != vb, f"sub-question {a.subquestion}: {va} vs {vb}")
         if not (a.structured and b.structured):

@@ -12,7 +12,7 @@ import re
 from ..dates import is_date_or_number
 from ..text import normalize
 from .registry import RuleSet, rule
-from .shapes import asks_number, asks_place_or_name, is_yes_no_question
+from .shapes import asks_number, asks_place_or_name, either_or_options, is_yes_no_question, matching_option
 
 _NUMBER_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|billion"
                           r"|century)\b", re.I)
@@ -45,9 +45,23 @@ def only_date_or_number(question: str, answer: str) -> str | None:
     return None
 
 
-def answer_type_problem(question: str, answer: str, rules: RuleSet, *, step: int | None = None) -> str | None:
-    """Why the answer's type does not fit the question (the first enabled check rule that objects), or None."""
-    for check in rules.active("check"):
+@rule("option-answer", "final")
+def not_an_option(question: str, answer: str) -> str | None:
+    """An 'A or B?' question is answered with one of its options."""
+    opts = either_or_options(question)
+    if opts is not None and matching_option(answer, opts) is None:
+        return f"the question asks to choose {opts[0]!r} or {opts[1]!r} but the answer is {answer!r}"
+    return None
+
+
+def answer_type_problem(question: str, answer: str, rules: RuleSet, *, step: int | None = None,
+                        final: bool = False) -> str | None:
+    """Why the answer's type does not fit the question (the first enabled check rule that objects), or None.
+
+    ``final``: the answer is to the whole question, so the ``final`` rules apply too.
+    """
+    stages = ("check", "final") if final else ("check",)
+    for check in [r for stage in stages for r in rules.active(stage)]:
         problem = check.fn(question, answer)
         if problem:
             rules.fire(check.name, step=step, detail=problem)

@@ -4,6 +4,7 @@ A rule is a plain function registered with :func:`rule` under a name and a stage
 
 - ``plan``: reshapes or sends back the decomposer's plan;
 - ``check``: finds why an answer does not fit its question (the verifier's type checks);
+- ``final``: like ``check``, for an answer to the whole question only (the two roads);
 - ``assemble``: decides the final answer in code instead of asking the model;
 - ``constrain``: narrows what the model may answer (a grammar).
 
@@ -20,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..errors import ConfigError
 
-STAGES = ("plan", "check", "assemble", "constrain")
+STAGES = ("plan", "check", "final", "assemble", "constrain")
 ALL = "all"
 NONE = "none"
 
