@@ -67,3 +67,26 @@ def test_schemas_llama_cpp_cannot_compile_are_refused_before_the_call():
     with pytest.raises(SchemaError):
         LlamaModel("/nonexistent.gguf").generate_json([{"role": "user", "content": "x"}], Essay)
     check_grammar_limits(Span.model_json_schema(), "Span")  # small fields pass
+
+
+def test_span_probability_is_the_geometric_mean_of_the_value_tokens():
+    import math
+
+    from reagent_local.llm import span_probability
+
+    raw = '{"answer": "Mara Lind", "passages": [1]}'
+    tokens = [('{"', -2.0), ("answer", -5.0), ('":', -0.1), (' "', -1.0), ("Mara", math.log(0.5)),
+              (" Lind", math.log(0.8)), ('",', -0.3), (' "passages": [1]}', -0.1)]
+    assert span_probability(raw, tokens, "Mara Lind") == pytest.approx(math.sqrt(0.5 * 0.8))
+    assert span_probability(raw, tokens, "Tom Hale") is None  # not in the output
+    assert span_probability(raw, [], "Mara Lind") is None  # no probabilities reported
+    assert span_probability(raw, [("{x", -1.0)], "Mara Lind") is None  # tokens that are not the output
+
+
+def test_a_scripted_rule_can_report_how_sure_the_model_was():
+    llm = ScriptedLLM()
+    llm.add_rule({"answer": "Oslo"}, schema="Span", confidence=0.25)
+    call = llm.generate_json([{"role": "user", "content": "where?"}], Span).call
+    assert call.span_probability("Oslo") == pytest.approx(0.25)
+    assert ScriptedLLM(responses=[{"answer": "Oslo"}]).generate_json(
+        [{"role": "user", "content": "x"}], Span).call.span_probability("Oslo") is None

@@ -326,3 +326,71 @@ def test_a_rule_switched_off_is_not_used_and_the_answer_names_the_rules_that_fir
     ablated = pipeline(llm, index, log, rules=("all", "-compare-options")).ask(question)
     assert ablated.answer == "Blue Harbour" and "compare-options" not in ablated.rules_fired
     assert "option-grammar" in ablated.rules_fired
+
+
+MOTHER_Q = "Who is the mother of the director of the film Blue Harbour?"
+
+
+def two_roads_llm(step2_first: str, step2_first_confidence: float, whole: str, whole_confidence: float) -> ScriptedLLM:
+    """Step 1 finds Mara Lind; step 2 first says ``step2_first``, then Ilse Lind; the whole question says ``whole``."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?", confidence=0.9)
+    llm.add_rule({"answer": step2_first, "passages": [1], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", contains="Question: Who is the mother of Mara Lind?", times=1,
+                 confidence=step2_first_confidence)
+    llm.add_rule({"answer": "Ilse Lind", "passages": [1], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", contains="Question: Who is the mother of Mara Lind?", confidence=0.9)
+    llm.add_rule({"answer": whole, "passages": [1], "subject": "", "relation": "other"},
+                 schema="SubAnswer", contains=f"Question: {MOTHER_Q}", confidence=whole_confidence)
+    return llm
+
+
+def roads_index(index):
+    index.add("Ilse Lind", "Ilse Lind is a Danish painter, the mother of the film director Mara Lind.")
+    return index
+
+
+def test_two_roads_that_agree_need_no_backtracking(index, log):
+    llm = two_roads_llm("Ilse Lind", 0.9, "Ilse Lind", 0.8)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0}
+    assert answer.signals == () and answer.answer_before_backtracking == "Ilse Lind"
+    (signal,) = [e for e in log.events(answer.run_id) if e.type == "signal"]
+    assert signal.payload["signal"] == "two-roads" and not signal.payload["fired"]
+    assert len(llm.requests_for("SubAnswer")) == 3  # two steps and the whole question
+
+
+def test_a_chain_that_loses_to_the_whole_question_is_rolled_back_at_its_weakest_step(index, log):
+    llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True, min_confidence=0.0).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.backtracks["global"] == 1
+    assert answer.signals == ("two-roads",) and answer.answer_before_backtracking == "the painter"
+    events = log.events(answer.run_id)
+    escalate = next(e for e in events if e.type == "escalate")
+    assert sorted(s["value"] for s in escalate.payload["statements"]) == ["Ilse Lind", "the painter"]
+    conflict = next(e for e in events if e.type == "conflict_set")
+    assert conflict.payload["source"] == "two-roads" and conflict.payload["affected_steps"] == [1]
+    rollback = next(e for e in events if e.type == "rollback_global")
+    checkpoint = next(c for c in log.checkpoints(answer.run_id) if c.id == rollback.payload["checkpoint_id"])
+    assert checkpoint.label == "before step 2"  # the weaker step, not the whole plan
+    assert llm.requests_for("OptionAnswer") == []  # the confidence lead settled it
+    assert [s.answer for s in answer.subquestions] == ["Mara Lind", "Ilse Lind"]
+
+
+def test_close_roads_are_settled_by_the_supervisors_choice(index, log):
+    llm = two_roads_llm("Ilse Lind", 0.6, "Mara Lind", 0.5)
+    llm.add_rule({"answer": "Ilse Lind"}, schema="OptionAnswer")
+    answer = pipeline(llm, roads_index(index), log, two_roads=True).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.backtracks["global"] == 0
+    assert answer.signals == ("two-roads",)
+    assert len(llm.requests_for("OptionAnswer")) == 1
+    signal = next(e for e in log.events(answer.run_id) if e.type == "signal" and e.payload["fired"])
+    assert signal.payload["values"]["judged"] is True and signal.payload["values"]["winner"] == "chain"
+
+
+def test_with_two_roads_a_plan_without_an_answer_takes_the_whole_questions(index, log):
+    answer = pipeline(fallback_llm(), index, log, two_roads=True).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.uncertain and "whole question" in answer.uncertain_reason

@@ -74,3 +74,13 @@ def test_prefetched_searches_are_used_once():
     assert idx.queries.count("Mara Lind") == 1  # the prefetched search, not a second one
     retriever.retrieve("Mara Lind", prefetched=True)  # the prefetched result is used once: a new search
     assert idx.queries.count("Mara Lind") == 2
+
+
+def test_a_query_already_tried_is_not_sent_again():
+    llm = ScriptedLLM()
+    llm.add_rule({"query": "Blue Harbour"}, schema="Reformulation")
+    retriever = RetrieverAgent(index(), caller(llm))
+    hints = ["Blue Harbour", "Mara Lind"]
+    widened = "Who directed Blue Harbour? Blue Harbour Mara Lind"
+    assert retriever.reformulate("Who directed Blue Harbour?", "Blue Harbour", "x", hints) == widened
+    assert retriever.reformulate("Who directed Blue Harbour?", "Blue Harbour", "x", hints, tried=[widened]) is None

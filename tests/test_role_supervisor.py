@@ -59,3 +59,57 @@ def test_a_broken_bridge_doubts_its_foundation_unless_that_is_clearly_stronger()
     sure = make_statement("q0 -> Tom Hale", subquestion=0, confidence=1.0)
     assert supervisor.choose(bridge, (sure, make_statement("q1 -> Oslo", subquestion=1, confidence=0.5))).text \
         == "q1 -> Oslo"
+
+
+def road(name: str, answer: str, confidence: float, problem=None, grounded=True):
+    from reagent_local.agents.assembler import final_statement
+    from reagent_local.agents.supervisor import Road
+
+    return Road(name, answer, final_statement("q?", answer, confidence=confidence), confidence, problem, grounded)
+
+
+def test_the_roads_are_settled_by_evidence_before_any_model_call():
+    from reagent_local.testing import ScriptedLLM
+
+    from roles_support import caller, evidence
+
+    llm = ScriptedLLM()
+    supervisor = Supervisor(ConflictChecker(), Controller(RuleSet()), caller(llm), margin=0.3)
+    passages = evidence(("A", "text"))
+    typed = supervisor.settle_roads("When?", road("chain", "Oslo", 0.9, problem="no date"), road("whole question", "1961", 0.2), passages)
+    assert typed.winner.name == "whole question" and "does not fit" in typed.reason
+    found = supervisor.settle_roads("q?", road("chain", "X", 0.9, grounded=False), road("whole question", "Y", 0.2), passages)
+    assert found.winner.name == "whole question" and "not in the passages" in found.reason
+    surer = supervisor.settle_roads("q?", road("chain", "X", 0.9), road("whole question", "Y", 0.5), passages)
+    assert surer.winner.name == "chain" and not surer.judged and llm.requests == []
+
+
+def test_close_roads_are_settled_by_one_grammar_bound_choice():
+    from reagent_local.testing import ScriptedLLM
+
+    from roles_support import caller, evidence
+
+    llm = ScriptedLLM()
+    llm.add_rule({"answer": "Y"}, schema="OptionAnswer")
+    supervisor = Supervisor(ConflictChecker(), Controller(RuleSet()), caller(llm), margin=0.3)
+    verdict = supervisor.settle_roads("q?", road("chain", "X", 0.6), road("whole question", "Y", 0.5),
+                                      evidence(("A", "text")))
+    assert verdict.winner.name == "whole question" and verdict.judged
+    (request,) = llm.requests
+    assert "Candidate answers: 'X' or 'Y'" in request.messages[-1]["content"]
+
+
+def test_a_chain_that_loses_is_rolled_back_at_its_weakest_step():
+    with EventLog(":memory:") as log:
+        ws = Workspace.start(log, "q", {})
+        ws.checkpoint("before step 1")
+        s1 = ws.assert_statement("verifier", make_statement("step 1 -> California", subquestion=0, confidence=0.9))
+        before2 = ws.checkpoint("before step 2")
+        s2 = ws.assert_statement("verifier", capital("Sacramento", 1, 0.3))
+        ws.checkpoint("before step 3")
+        s3 = ws.assert_statement("verifier", make_statement("step 3 -> 508,000", subquestion=2, confidence=0.8))
+        plan = Supervisor(ConflictChecker(), Controller(RuleSet())).roll_back_chain(
+            [s1, s2, s3], ws, PLAN, "the whole question's answer is surer")
+        assert plan.discard == s2 and plan.checkpoint == before2 and plan.source == "two-roads"
+        assert plan.affected_steps == (1, 2)  # step 3 uses step 2's answer
+        assert plan.reassert == ()
