@@ -103,6 +103,7 @@ class PipelineConfig:
     two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
     min_confidence: float = 0.3  # a checked step answer the model is less sure of is retried once
     roads_margin: float = 0.3  # a confidence lead that settles the two roads without a model call
+    max_replans: int = 1  # with global backtracking: a plan whose step finds no usable answer is made again
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = ("all",)

@@ -28,10 +28,12 @@ from .config import PipelineConfig
 from .core import events as ev
 from .core.channel import Channel, Message
 from .core.knowledge import Statement
+from .core.log import Checkpoint
 from .core.workspace import Workspace
 from .errors import LLMOutputError
 from .rules import answer_type_problem
 from .outcome import finish
+from .plan import Plan
 from .steps import Step
 from .team import Team
 from .text import normalize
@@ -62,6 +64,8 @@ class QuestionRun:
         self.roads: dict[str, Road] = {}  # by statement id, while the two roads are compared
         self.reopened = False  # the last verdict rolled the chain back
         self.roads_rollbacks = 0  # global rollbacks the two roads caused (after the chain's first answer)
+        self.failed: tuple[Step, str] | None = None  # the first step of the plan that found no usable answer
+        self.plan_checkpoint: Checkpoint | None = None  # taken after the first plan: where a new plan starts
 
     def execute(self) -> Answer:
         """Plan, solve every step, settle conflicts, assemble; budgets bound the work."""
@@ -69,6 +73,8 @@ class QuestionRun:
         try:
             self._plan()
             self._solve_pending()
+            if self.failed and self.settings.global_backtracking and self.team.controller.may_replan():
+                self._replan()
             if self.settings.global_backtracking:
                 self._settle_across_steps()
             final = self._assemble()
@@ -88,13 +94,15 @@ class QuestionRun:
         return finish(self, final.answer, status, reason)
 
     # -- planning and waves -------------------------------------------------------
-    def _plan(self) -> None:
-        plan = self.team.decomposer.plan(self.question)
+    def _plan(self, plan: Plan | None = None) -> None:
+        plan = plan or self.team.decomposer.plan(self.question)
         if plan.error:  # visible, logged fallback: the question is one step
             self.ws.record(DECOMPOSER, ev.DecompositionFailed(error=plan.error, raw=plan.raw))
         self.steps = [Step(sub) for sub in plan.steps]
-        self.ws.record(DECOMPOSER, ev.Plan(subquestions=tuple(s.text for s in plan.steps),
-                                           depends_on=tuple(s.depends_on for s in plan.steps)))
+        self.failed = None
+        self.ws.record(DECOMPOSER, ev.Plan(subquestions=tuple(s.text for s in plan.steps), attempt=plan.attempt,
+                                           depends_on=tuple(s.depends_on for s in plan.steps), reason=plan.reason))
+        self.plan_checkpoint = self.plan_checkpoint or self.ws.checkpoint("plan")
         self._post("inform", DECOMPOSER, (RETRIEVER, VERIFIER), {
             "subquestions": [s.text for s in plan.steps], "depends_on": [list(s.depends_on) for s in plan.steps]})
         self.team.retriever.prefetch([s.sub.text for s in self.steps if not s.sub.depends_on])
@@ -196,6 +204,9 @@ class QuestionRun:
                                                answer=override.attempt.candidate.answer if override.attempt else ""))
         if override.attempt is None or override.statement is None:
             step.give_up()
+            reasons = step.attempts[-1].check.reasons() if step.attempts else ["nothing was found"]
+            self.failed = self.failed or (step, f"step {step.index + 1} ({step.question!r}) found no usable answer: "
+                                                + "; ".join(reasons))
             return
         self._publish(step, override.attempt, self._hold(VERIFIER, override.statement), uncertain=True)
 
@@ -206,6 +217,19 @@ class QuestionRun:
                                                       "query": attempt.query}, [statement])
 
     # -- global backtracking ---------------------------------------------------------
+    def _replan(self) -> None:
+        """A step found no usable answer: back to the plan, which the decomposer makes again, told what failed."""
+        step, failure = self.failed
+        self._signal("plan-failed", True, failure, step=step.index)
+        plan = self.team.decomposer.replan(self.question, [s.sub for s in self.steps], failure)
+        self.team.controller.count_replan()
+        if [s.text for s in plan.steps] == [s.sub.text for s in self.steps]:
+            return  # the same plan again: nothing new to try
+        self.ws.rollback_global(self.plan_checkpoint.id, f"the plan failed: {failure}")
+        self.backtracks["global"] += 1
+        self._plan(plan)
+        self._solve_pending()
+
     def _settle_across_steps(self) -> None:
         """The assembler's contradictions go to the supervisor through the channel, a bounded number of times."""
         while self.team.controller.may_roll_back():

@@ -36,7 +36,7 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
                kg: Any | None = None) -> Team:
     """The roles for one run; the verifier's LLM judge goes through the run's calls and logs its verdicts."""
     pipeline, retrieval = config.pipeline, config.retrieval
-    controller = Controller(rules, max_rollbacks=pipeline.max_backtrack_depth)
+    controller = Controller(rules, max_rollbacks=pipeline.max_backtrack_depth, max_replans=pipeline.max_replans)
     checker = ConflictChecker(LLMJudge(calls), on_judgement=partial(workspace.record_judgement, VERIFIER))
     retriever = RetrieverAgent(index, calls, top_k=retrieval.top_k, mode=retrieval.mode,
                                passage_chars=retrieval.passage_chars, kg=kg if retrieval.use_kg else None)

@@ -6,7 +6,7 @@ import pytest
 from reagent_local.errors import QuestionError
 from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
-from reagent_local.testing import InMemoryIndex, InMemoryKG, ScriptedLLM
+from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM
 
 from scenario_runs import QUESTION as OLYMPICS_Q
 from scenario_runs import olympics_index, olympics_llm, scenario_config
@@ -394,3 +394,23 @@ def test_close_roads_are_settled_by_the_supervisors_choice(index, log):
 def test_with_two_roads_a_plan_without_an_answer_takes_the_whole_questions(index, log):
     answer = pipeline(fallback_llm(), index, log, two_roads=True).ask(MOTHER_Q)
     assert answer.answer == "Ilse Lind" and answer.uncertain and "whole question" in answer.uncertain_reason
+
+
+def test_a_step_without_a_usable_answer_sends_the_run_back_to_a_new_plan(index, log):
+    llm = fallback_llm()  # step 1 of its plan finds nothing
+    llm.rules.insert(0, Rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
+                             schema="Decomposition", contains="What failed"))
+    llm.rules.insert(0, Rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour",
+                              "relation": "director"}, schema="SubAnswer",
+                             contains="Question: Who directed the film Blue Harbour?"))
+    llm.rules.insert(0, Rule({"answer": "Ilse Lind", "passages": [1], "subject": "Mara Lind", "relation": "other"},
+                             schema="SubAnswer", contains="Question: Who is the mother of Mara Lind?"))
+    answer = pipeline(llm, index, log).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and not answer.uncertain
+    assert answer.signals == ("plan-failed",) and answer.backtracks["global"] == 1
+    plans = [e.payload for e in log.events(answer.run_id) if e.type == "plan"]
+    assert [p["attempt"] for p in plans] == [1, 2] and "found no usable answer" in plans[1]["reason"]
+    rollback = next(e for e in log.events(answer.run_id) if e.type == "rollback_global")
+    assert next(c for c in log.checkpoints(answer.run_id) if c.id == rollback.payload["checkpoint_id"]).label == "plan"
+    assert [s.question for s in answer.subquestions] == ["Who directed the film Blue Harbour?",
+                                                         "Who is the mother of Mara Lind?"]

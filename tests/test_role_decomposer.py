@@ -64,3 +64,26 @@ def test_plan_rules_reshape_the_plan_and_are_recorded():
     assert rules.names_fired == ["single-step-verbatim"]
     agent, rules = decomposer(one, ("all", "-single-step-verbatim"))
     assert [s.text for s in agent.plan("Who directed the film Actrius?").steps] == ["Who was the director of Actrius?"]
+
+
+def test_a_plan_that_restates_the_question_is_sent_back_with_what_failed():
+    question = "When was the author of the novel whose sequel won the Nordic Prize born?"
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": [question, "When was #1 born?"]}, schema="Decomposition", times=1)
+    llm.add_rule({"subquestions": ["Which novel has a sequel that won the Nordic Prize?", "Who wrote #1?",
+                                   "When was #2 born?"]}, schema="Decomposition")
+    agent, rules = decomposer(llm)
+    plan = agent.plan(question)
+    assert len(plan.steps) == 3 and rules.names_fired == ["split-the-question"]
+    assert "repeat the whole question" in llm.requests[1].messages[-1]["content"]
+
+
+def test_replan_says_what_failed_and_marks_the_new_plan():
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Which shipyard has its largest dock in Larvik?", "Who founded #1?"]},
+                 schema="Decomposition")
+    agent, _ = decomposer(llm)
+    old = agent.plan(QUESTION).steps
+    new = agent.replan(QUESTION, old, "step 2 found no answer")
+    assert new.attempt == 2 and new.reason == "step 2 found no answer"
+    assert "What failed: step 2 found no answer" in llm.requests[-1].messages[-1]["content"]

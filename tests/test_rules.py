@@ -84,6 +84,17 @@ def test_either_or_steps_drops_a_step_that_names_neither_option():
     assert drop_off_topic_steps("Who founded the band The Tallows?", plan) is None  # not either-or
 
 
+def test_split_the_question_finds_steps_that_restate_it():
+    from reagent_local.rules.plan_rules import restated_steps
+
+    question = "Who founded the shipyard whose largest dock is in Larvik?"
+    bridge = plan_from(["Which shipyard has its largest dock in Larvik?", "Who founded #1?"], 4)
+    assert restated_steps(question, bridge) == []
+    lazy = plan_from(["Who founded the shipyard whose largest dock is in Larvik?", "Who is the founder of #1?"], 4)
+    assert restated_steps(question, lazy) == [0]
+    assert restated_steps(question, plan_from([question], 4)) == []  # one step is the question by design
+
+
 def test_single_step_verbatim_keeps_the_question_itself():
     question = "Who directed the film Actrius?"
     assert [s.text for s in verbatim_single_step(question, plan_from(["Who was the director of Actrius?"], 4))] == [

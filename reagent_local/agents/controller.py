@@ -7,7 +7,8 @@ Its decisions are values the loop carries out:
   usable candidate (marked uncertain) or none;
 - :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
   statements that won them are checked again with fresh evidence;
-- :meth:`Controller.may_roll_back`: global rollbacks are bounded per question.
+- :meth:`Controller.may_roll_back`: global rollbacks are bounded per question;
+- :meth:`Controller.may_replan`: a plan whose step found no usable answer is made again, once.
 
 Reliability starts at 1.0 for every agent, drops when a statement of that agent is
 discarded and recovers a little when one survives to the final answer; the supervisor
@@ -106,6 +107,8 @@ class Controller:
     conflicts_per_step: Counter = field(default_factory=Counter)
     challenged: set[int] = field(default_factory=set)
     rollbacks: int = 0
+    max_replans: int = 1
+    replans: int = 0
 
     def score(self, agent: str) -> float:
         """An agent's reliability in (0, 1]."""
@@ -143,6 +146,14 @@ class Controller:
     def count_rollback(self) -> None:
         """A global rollback happened."""
         self.rollbacks += 1
+
+    def may_replan(self) -> bool:
+        """A failed plan may be made again (``max_replans`` times per question)."""
+        return self.replans < self.max_replans
+
+    def count_replan(self) -> None:
+        """The decomposer made the plan again."""
+        self.replans += 1
 
     def challenges(self, step: int, kept: Sequence[Statement]) -> list[Challenge]:
         """Count a conflict on ``step``; after repeated ones, challenge the statements that won them."""

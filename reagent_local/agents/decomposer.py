@@ -1,24 +1,30 @@
 """Question-Decomposer (A_Q): a question -> a plan of 1..4 ordered sub-questions.
 
 The model proposes the plan; the enabled ``plan`` rules (reagent_local.rules.plan_rules)
-then send back a plan that drops a name of the question, drop the off-topic steps of
-an either-or question, and keep a one-step plan verbatim.
+then send back a plan that drops a name of the question or restates the whole question
+in a step, drop the off-topic steps of an either-or question, and keep a one-step plan
+verbatim. When a plan fails later (a step finds no usable answer), the loop asks for a
+new plan with :meth:`QuestionDecomposer.replan`, saying what failed.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Sequence
 
 from ..errors import LLMOutputError
-from ..plan import Plan, plan_from
+from ..llm import Message
+from ..plan import Plan, SubQuestion, plan_from
 from ..prompts import render_messages
 from ..rules import RuleSet
-from ..rules.plan_rules import missing_parts
+from ..rules.plan_rules import missing_parts, restated_steps
 from . import PROMPTS, Caller
 from .schemas import Decomposition
 
 AGENT = "decomposer"
 KEEP_NAMES = "keep-named-parts"
+SPLIT = "split-the-question"
+_SENDS_BACK = (KEEP_NAMES, SPLIT)  # rules that ask the model again rather than reshape the plan
 
 
 class QuestionDecomposer:
@@ -31,32 +37,58 @@ class QuestionDecomposer:
 
     def plan(self, question: str) -> Plan:
         """The plan for a question (at least one step: the question itself when nothing better comes back)."""
+        return self._finish(question, render_messages(PROMPTS, "decompose", question=question))
+
+    def replan(self, question: str, previous: Sequence[SubQuestion], failure: str) -> Plan:
+        """A new plan after ``previous`` failed (``failure`` says how); the question whole if none is better."""
+        messages = render_messages(PROMPTS, "replan", question=question, failure=failure,
+                                   previous=json.dumps([s.text for s in previous], ensure_ascii=False))
+        return self._finish(question, messages, attempt=2, reason=failure)
+
+    def _finish(self, question: str, messages: list[Message], attempt: int = 1, reason: str = "") -> Plan:
         try:
-            steps = self._propose(question)
+            steps = self._checked(question, messages)
         except LLMOutputError as exc:
-            return Plan.whole(question, error=str(exc).splitlines()[0], raw=exc.raw)
+            return Plan.whole(question, error=str(exc).splitlines()[0], raw=exc.raw, attempt=attempt, reason=reason)
         for rule in self.rules.active("plan"):
-            if rule.name == KEEP_NAMES:
+            if rule.name in _SENDS_BACK:
                 continue
             reshaped = rule.fn(question, steps)
             if reshaped is not None:
                 self.rules.fire(rule.name, detail=f"{len(steps)} -> {len(reshaped)} steps")
                 steps = reshaped
-        return Plan(tuple(steps)) if steps else Plan.whole(question)
+        if not steps:
+            return Plan.whole(question, attempt=attempt, reason=reason)
+        return Plan(tuple(steps), attempt=attempt, reason=reason)
 
-    def _propose(self, question: str) -> list:
-        """The model's plan; one that drops a name of the question is sent back once (rule keep-named-parts)."""
-        messages = render_messages(PROMPTS, "decompose", question=question)
-        steps = plan_from(self.call(AGENT, messages, Decomposition, max_tokens=220).value.subquestions, self.max_steps)
-        missing = missing_parts(question, steps) if self.rules.on(KEEP_NAMES) else []
-        if not steps or not missing:
+    def _propose(self, messages: list[Message]) -> list[SubQuestion]:
+        return plan_from(self.call(AGENT, messages, Decomposition, max_tokens=220).value.subquestions, self.max_steps)
+
+    def _checked(self, question: str, messages: list[Message]) -> list[SubQuestion]:
+        """The model's plan; one that drops a name of the question or restates it in a step is sent back once."""
+        steps = self._propose(messages)
+        problem = self._problem(question, steps)
+        if not steps or not problem:
             return steps
-        self.rules.fire(KEEP_NAMES, detail="left out " + ", ".join(missing))
-        messages = render_messages(PROMPTS, "decompose_retry", question=question,
-                                   previous=json.dumps([s.text for s in steps], ensure_ascii=False),
-                                   missing=", ".join(missing))
-        steps = plan_from(self.call(AGENT, messages, Decomposition, max_tokens=220).value.subquestions, self.max_steps)
-        if missing_parts(question, steps):
-            self.rules.fire(KEEP_NAMES, detail="the second plan left them out too: the question is kept whole")
+        rule, what = problem
+        self.rules.fire(rule, detail=what)
+        previous = json.dumps([s.text for s in steps], ensure_ascii=False)
+        retry = (render_messages(PROMPTS, "decompose_retry", question=question, missing=what, previous=previous)
+                 if rule == KEEP_NAMES else
+                 render_messages(PROMPTS, "replan", question=question, failure=what, previous=previous))
+        steps = self._propose(retry)
+        if self._problem(question, steps):
+            self.rules.fire(rule, detail="the second plan failed the same way: the question is kept whole")
             return []
         return steps
+
+    def _problem(self, question: str, steps: list[SubQuestion]) -> tuple[str, str] | None:
+        """(rule, what is wrong) for a plan the model must write again, or None."""
+        missing = missing_parts(question, steps) if self.rules.on(KEEP_NAMES) else []
+        if missing:
+            return KEEP_NAMES, ", ".join(missing)
+        restated = restated_steps(question, steps) if self.rules.on(SPLIT) else []
+        if restated:
+            numbers = ", ".join(str(i + 1) for i in restated)
+            return SPLIT, f"step(s) {numbers} repeat the whole question instead of asking one simple fact"
+        return None

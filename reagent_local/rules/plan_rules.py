@@ -70,3 +70,24 @@ def verbatim_single_step(question: str, plan: list[SubQuestion]) -> list[SubQues
     if len(plan) == 1 and plan[0].text != question:
         return [SubQuestion(0, question, ())]
     return None
+
+
+_QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was",
+                   "were", "do", "does", "did", "the", "a", "an", "of", "in", "on", "at", "to", "for", "by", "and",
+                   "or", "that", "this", "with", "from", "as"}
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.strip("?,.!'\"()").lower() for w in text.split()} - _QUESTION_WORDS - {""}
+
+
+@rule("split-the-question", "plan")
+def restated_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
+    """A plan of several steps in which a step restates the whole question is sent back to be split."""
+    if len(plan) < 2:
+        return []
+    wanted = _content_words(question)
+    if len(wanted) < 4:
+        return []
+    spare = 1 if len(wanted) >= 8 else 0  # a long question restated may lose a word
+    return [s.index for s in plan if not s.depends_on and len(wanted - _content_words(s.text)) <= spare]
