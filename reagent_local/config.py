@@ -68,6 +68,7 @@ class LLMConfig:
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = 256
+    prompt_cache_mb: int = 0  # RAM for the KV states of recent prompts (0: off)
 
 
 @dataclass(frozen=True)

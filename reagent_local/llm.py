@@ -198,6 +198,9 @@ class LlamaModel:
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = 256
+    # keep the KV states of recent prompts in RAM (MB; 0: off): when roles alternate, each
+    # role's fixed instructions are found again instead of being prefilled afresh
+    prompt_cache_mb: int = 0
     _llama: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -244,6 +247,8 @@ class LlamaModel:
                 f"{self.path.name} has no chat template in its GGUF metadata",
                 hint="pass a chat format explicitly (config llm.chat_format, e.g. 'chatml')",
             )
+        if self.prompt_cache_mb > 0:
+            llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
         self._llama = llama
         return llama
 

@@ -332,7 +332,8 @@ class QuestionRun:
         if self.whole is not None or self.whole_evidence is not None:
             return self.whole
         self.calls.budget.check()
-        evidence = self.whole_evidence = self.team.retriever.gather(self.question, [s.evidence for s in self.steps])
+        found = [p for s in self.steps for p in s.cited]  # the passages the steps' answers came from
+        evidence = self.whole_evidence = self.team.retriever.gather(self.question, found)
         self._post("inform", RETRIEVER, (ASSEMBLER,), {"step": "whole question", "query": self.question,
                                                        **evidence_payload(evidence)})
         try:

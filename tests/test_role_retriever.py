@@ -59,11 +59,11 @@ def test_a_challenge_restarts_the_step_and_other_messages_are_ignored():
     assert requests == [SearchRequest(1, "Who directed Blue Harbour?", (), restart=True)]
 
 
-def test_the_whole_question_gathers_its_own_passages_and_the_steps_best():
-    retriever = RetrieverAgent(index(), None, top_k=1)
-    step = evidence(("Mara Lind", "Mara Lind (born 1961) is a Danish director."), ("Other", "x"))
-    gathered = retriever.gather("Blue Harbour film", [step, None])
-    assert [p.id for p in gathered.passages] == ["Blue Harbour#0", "Mara Lind#0"]
+def test_the_whole_question_gathers_its_own_passages_and_the_steps_cited_ones():
+    retriever = RetrieverAgent(index(), None, top_k=3)
+    cited = evidence(("Mara Lind", "Mara Lind (born 1961) is a Danish director."), ("Other", "x")).passages
+    gathered = retriever.gather("Blue Harbour film", cited, own=1, limit=2)
+    assert [p.id for p in gathered.passages] == ["Blue Harbour#0", "Mara Lind#0"]  # capped at the limit
 
 
 def test_prefetched_searches_are_used_once():

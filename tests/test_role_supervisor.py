@@ -96,7 +96,7 @@ def test_close_roads_are_settled_by_one_grammar_bound_choice():
                                       evidence(("A", "text")))
     assert verdict.winner.name == "whole question" and verdict.judged
     (request,) = llm.requests
-    assert "Candidate answers: 'X' or 'Y'" in request.messages[-1]["content"]
+    assert request.messages[-1]["content"].endswith("Choose the answer the passages support: 'X' or 'Y'")
 
 
 def test_a_chain_that_loses_is_rolled_back_at_its_weakest_step():

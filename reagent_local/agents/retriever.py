@@ -82,17 +82,19 @@ class RetrieverAgent:
                 break
         return Evidence(query=query, passages=tuple(passages), facts=self._facts(query))
 
-    def gather(self, question: str, step_evidence: Sequence[Evidence | None], per_step: int = 2) -> Evidence:
-        """Evidence for the whole question: its own search plus the best passages the steps found."""
+    def gather(self, question: str, found: Sequence[EvidencePassage], *, own: int = 4, limit: int = 6) -> Evidence:
+        """Evidence for the whole question: its own best ``own`` passages, then passages the steps found.
+
+        At most ``limit`` passages: the prompt that reads them is the run's longest.
+        """
         evidence = self.retrieve(question)
-        seen = {p.id for p in evidence.passages}
-        extra: list[EvidencePassage] = []
-        for found in step_evidence:
-            for passage in (found.passages[:per_step] if found else ()):
-                if passage.id not in seen:
-                    seen.add(passage.id)
-                    extra.append(passage)
-        return Evidence(evidence.query, evidence.passages + tuple(extra[: self.top_k]), evidence.facts)
+        passages = list(evidence.passages[:own])
+        seen = {p.id for p in passages}
+        for passage in found:
+            if passage.id not in seen and len(passages) < limit:
+                seen.add(passage.id)
+                passages.append(passage)
+        return Evidence(evidence.query, tuple(passages), evidence.facts)
 
     def _facts(self, query: str) -> tuple[Fact, ...]:
         """Infobox triples of the entities the query names (none without a graph)."""

@@ -134,8 +134,9 @@ class Supervisor:
             winner, loser = (chain, whole) if lead >= 0 else (whole, chain)
             return RoadsVerdict(winner, loser, f"the {winner.name} answer is surer "
                                                f"({winner.confidence:.2f} against {loser.confidence:.2f})")
-        messages = render_messages(PROMPTS, "choose", evidence=format_evidence(evidence), question=question,
-                                   candidates=f"{chain.answer!r} or {whole.answer!r}")
+        # the whole question's own prompt with one line more: the model has just read it (its KV is reused)
+        choice = f"{question}\nChoose the answer the passages support: {chain.answer!r} or {whole.answer!r}"
+        messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=choice)
         chosen = self.call(AGENT, messages, option_answer((chain.answer, whole.answer)), max_tokens=40).value.answer
         winner, loser = (chain, whole) if chosen == chain.answer else (whole, chain)
         return RoadsVerdict(winner, loser, f"asked to choose, the model took the {winner.name} answer", judged=True)
