@@ -68,7 +68,7 @@ class LLMConfig:
     seed: int = 0
     temperature: float = 0.0
     max_tokens: int = 256
-    prompt_cache_mb: int = 0  # RAM for the KV states of recent prompts (0: off)
+    prompt_cache_mb: int = 1024  # RAM for the KV states of recent prompts, reused across roles (0: off)
 
 
 @dataclass(frozen=True)

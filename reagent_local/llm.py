@@ -248,7 +248,7 @@ class LlamaModel:
                 hint="pass a chat format explicitly (config llm.chat_format, e.g. 'chatml')",
             )
         if self.prompt_cache_mb > 0:
-            llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
+            llama.set_cache(_prompt_cache(self.prompt_cache_mb << 20))
         self._llama = llama
         return llama
 
@@ -323,6 +323,23 @@ class LlamaModel:
         call = LLMCall(**{**call.__dict__, "schema_name": schema.__name__})
         value = parse_json_output(call.raw, schema, call.finish_reason)
         return JsonResult(value=value, call=call)
+
+
+def _prompt_cache(capacity_bytes: int) -> Any:
+    """llama.cpp's RAM cache of prompt states, keeping only the last row of logits with each state.
+
+    llama-cpp-python copies every prompt row of logits into a saved state (hundreds of MB for a
+    large vocabulary) although it never reads them back: the last prompt token is evaluated
+    again after a state is loaded. Dropping them keeps the cache's memory to its KV states.
+    """
+    import llama_cpp
+
+    class PromptCache(llama_cpp.LlamaRAMCache):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            value.scores = value.scores[-1:].copy()
+            super().__setitem__(key, value)
+
+    return PromptCache(capacity_bytes=capacity_bytes)
 
 
 def dump_messages(messages: Sequence[Message]) -> str:
