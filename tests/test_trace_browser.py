@@ -74,8 +74,8 @@ def test_clicking_rollbacks_shows_their_details_and_planted_script_never_runs(br
     assert title.startswith("reagent trace: What is the population")
     lanes = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".lane-label")]
     assert lanes == ["decomposer", "retriever", "verifier", "assembler", "supervisor", "channel"]
-    # start, and one before each attempt at a step: 1, 1 (retry), 2, 4, 3, 4 (after the rollback)
-    assert len(browser.find_elements(By.CSS_SELECTOR, ".cp-line")) == 7
+    # start, plan, and one before each attempt at a step: 1, 1 (retry), 2, 4, 3, 4 (after the rollback)
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".cp-line")) == 8
     assert len(browser.find_elements(By.CSS_SELECTOR, "path.arrow.local")) == 1
     assert len(browser.find_elements(By.CSS_SELECTOR, "path.arrow.global")) == 1
     abandoned = browser.find_elements(By.CSS_SELECTOR, ".mark.abandoned")
