@@ -103,7 +103,8 @@ class PipelineConfig:
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
     min_confidence: float = 0.3  # a checked step answer the model is less sure of is retried once
-    roads_margin: float = 0.3  # a confidence lead that settles the two roads without a model call
+    chain_trust: float = 0.5  # a chain decided by a rule from checked steps at least this sure is not in doubt
+    roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them
     max_replans: int = 1  # with global backtracking: a plan whose step finds no usable answer is made again
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off

@@ -289,28 +289,36 @@ class QuestionRun:
 
     # -- the second road: the whole question over the run's evidence --------------------
     def _two_roads(self, chain: Assembly) -> Assembly:
-        """Both roads assert their answer in one round; a disagreement goes to the supervisor, a lost chain is redone."""
-        while (whole := self._whole_road()) is not None:
-            if is_unknown(chain.answer):
-                return self._fallback()
-            if values_agree(chain.answer, whole.answer):
-                self._signal("two-roads", False, f"both roads answer {chain.answer!r}")
-                return chain
-            chain_road, self.verdict = self._chain_road(chain.answer), None
-            self.roads = {chain_road.statement.id: chain_road, whole.statement.id: whole}
-            for road in (chain_road, whole):
-                self._post("assert", ASSEMBLER, (SUPERVISOR,), {"road": road.name, "answer": road.answer},
-                           [road.statement])
-            self._deliver()  # the roads meet: the channel escalates, _settle_roads decides
-            while self.channel.pending:
-                self._deliver()
-            if self.verdict is None or self.verdict.winner is chain_road:
-                return chain
-            if not self.reopened:  # no rollback was allowed: the whole question's answer stands
-                return Assembly(whole.answer, "two-roads")
+        """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
+        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
+        chain_road = self._chain_road(chain)
+        if chain_road.trusted:  # a rule decided it from checked, sure steps: one reading of the whole question will not beat it
+            self._signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
+            return chain
+        whole = self._whole_road()
+        if whole is None or is_unknown(chain.answer):
+            return self._fallback() if is_unknown(chain.answer) else chain
+        if values_agree(chain.answer, whole.answer):
+            self._signal("two-roads", False, f"both roads answer {chain.answer!r}")
+            return chain
+        self._meet(chain_road, whole)
+        if self.verdict is None or self.verdict.winner is chain_road:
+            return chain
+        if self.reopened:  # the chain was rolled back at its weakest step: solve it again and look once more
             self._solve_pending()
             chain = self._assemble()
-        return self._fallback() if is_unknown(chain.answer) and self.settings.answer_fallback else chain
+            if not is_unknown(chain.answer) and values_agree(chain.answer, whole.answer):
+                self._signal("two-roads", False, f"redone, the chain answers {chain.answer!r} too")
+                return chain
+        return Assembly(whole.answer, "two-roads")  # the supervisor's verdict stands
+
+    def _meet(self, chain: Road, whole: Road) -> None:
+        """Both roads assert their answer in one round: the channel escalates the conflict, _settle_roads decides."""
+        self.verdict, self.roads = None, {chain.statement.id: chain, whole.statement.id: whole}
+        for road in (chain, whole):
+            self._post("assert", ASSEMBLER, (SUPERVISOR,), {"road": road.name, "answer": road.answer}, [road.statement])
+        while self.channel.pending:
+            self._deliver()
 
     def _settle_roads(self) -> None:
         """The supervisor weighs the two roads; a chain that loses is rolled back at its weakest step."""
@@ -318,6 +326,7 @@ class QuestionRun:
         assert self.whole_evidence is not None
         self.verdict = verdict = self.team.supervisor.settle_roads(self.question, chain, whole, self.whole_evidence)
         self._signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
+                     chain_confidence=chain.confidence, whole_confidence=whole.confidence,
                      winner=verdict.winner.name, judged=verdict.judged)
         self.reopened = False
         held = [s.statement for s in self.steps if s.done and s.statement is not None]
@@ -350,13 +359,21 @@ class QuestionRun:
                           self._grounded(candidate.answer, candidate.cited or evidence.passages))
         return self.whole
 
-    def _chain_road(self, answer: str) -> Road:
-        statements = [s.statement for s in self.steps if s.done and s.statement is not None]
-        confidence = min((s.confidence for s in statements), default=0.0)  # a chain is as sure as its weakest step
+    def _chain_road(self, chain: Assembly) -> Road:
+        """The chain's answer as a road: as sure as its least sure step, trusted when a rule decided it from
+        steps that all passed their checks with at least ``chain_trust`` confidence."""
+        answered = [s for s in self.steps if s.done and s.statement is not None]
+        confidence = min((s.statement.confidence for s in answered), default=0.0)
         cited = tuple(p for s in self.steps for p in s.cited)
-        problem = answer_type_problem(self.question, answer, self.team.rules, final=True)
-        return Road("chain", answer, final_statement(self.question, answer, confidence=confidence, cited=cited),
-                    confidence, problem, self._grounded(answer, cited))
+        problem = answer_type_problem(self.question, chain.answer, self.team.rules, final=True) \
+            if not is_unknown(chain.answer) else "no answer"
+        checked = bool(answered) and len(answered) == len(self.steps) and not any(s.uncertain for s in self.steps)
+        trusted = chain.rule is not None and checked and problem is None and confidence >= self.settings.chain_trust
+        note = (f"rule {chain.rule} from {len(answered)} checked step(s), least sure {confidence:.2f}" if trusted else
+                f"{'rule ' + chain.rule if chain.rule else 'the model'} assembled it; least sure step {confidence:.2f}")
+        statement = final_statement(self.question, chain.answer, confidence=confidence, cited=cited)
+        return Road("chain", chain.answer, statement, confidence, problem, self._grounded(chain.answer, cited),
+                    trusted=trusted, note=note)
 
     def _fallback(self) -> Assembly:
         """The plan gave no answer: the whole question's answer from its passages and the steps' (uncertain)."""

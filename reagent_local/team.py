@@ -43,5 +43,6 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
                 verifier=Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence),
                 assembler=AnswerAssembler(calls, checker, rules),
-                supervisor=Supervisor(checker, controller, calls, margin=pipeline.roads_margin),
+                supervisor=Supervisor(checker, controller, calls, margin=pipeline.roads_margin,
+                                      trust=pipeline.chain_trust),
                 controller=controller, rules=rules)

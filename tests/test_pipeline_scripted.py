@@ -353,9 +353,18 @@ def roads_index(index):
     return index
 
 
-def test_two_roads_that_agree_need_no_backtracking(index, log):
-    llm = two_roads_llm("Ilse Lind", 0.9, "Ilse Lind", 0.8)
+def test_a_trusted_chain_needs_no_second_road(index, log):
+    llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
     answer = pipeline(llm, roads_index(index), log, two_roads=True).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0} and answer.signals == ()
+    (signal,) = [e for e in log.events(answer.run_id) if e.type == "signal"]
+    assert not signal.payload["fired"] and "trusted: rule chain-last-step" in signal.payload["detail"]
+    assert len(llm.requests_for("SubAnswer")) == 2  # the two steps; the whole question was not read
+
+
+def test_a_chain_in_doubt_that_agrees_with_the_whole_question_stands(index, log):
+    llm = two_roads_llm("Ilse Lind", 0.45, "Ilse Lind", 0.8)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True, min_confidence=0.0).ask(MOTHER_Q)
     assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0}
     assert answer.signals == () and answer.answer_before_backtracking == "Ilse Lind"
     (signal,) = [e for e in log.events(answer.run_id) if e.type == "signal"]
@@ -380,10 +389,10 @@ def test_a_chain_that_loses_to_the_whole_question_is_rolled_back_at_its_weakest_
     assert [s.answer for s in answer.subquestions] == ["Mara Lind", "Ilse Lind"]
 
 
-def test_close_roads_are_settled_by_the_supervisors_choice(index, log):
-    llm = two_roads_llm("Ilse Lind", 0.6, "Mara Lind", 0.5)
+def test_close_roads_both_in_doubt_are_settled_by_the_supervisors_choice(index, log):
+    llm = two_roads_llm("Ilse Lind", 0.45, "Mara Lind", 0.4)
     llm.add_rule({"answer": "Ilse Lind"}, schema="OptionAnswer")
-    answer = pipeline(llm, roads_index(index), log, two_roads=True).ask(MOTHER_Q)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True, min_confidence=0.0).ask(MOTHER_Q)
     assert answer.answer == "Ilse Lind" and answer.backtracks["global"] == 0
     assert answer.signals == ("two-roads",)
     assert len(llm.requests_for("OptionAnswer")) == 1

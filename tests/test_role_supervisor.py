@@ -61,11 +61,12 @@ def test_a_broken_bridge_doubts_its_foundation_unless_that_is_clearly_stronger()
         == "q1 -> Oslo"
 
 
-def road(name: str, answer: str, confidence: float, problem=None, grounded=True):
+def road(name: str, answer: str, confidence: float, problem=None, grounded=True, trusted=False):
     from reagent_local.agents.assembler import final_statement
     from reagent_local.agents.supervisor import Road
 
-    return Road(name, answer, final_statement("q?", answer, confidence=confidence), confidence, problem, grounded)
+    return Road(name, answer, final_statement("q?", answer, confidence=confidence), confidence, problem, grounded,
+                trusted=trusted)
 
 
 def test_the_roads_are_settled_by_evidence_before_any_model_call():
@@ -80,7 +81,12 @@ def test_the_roads_are_settled_by_evidence_before_any_model_call():
     assert typed.winner.name == "whole question" and "does not fit" in typed.reason
     found = supervisor.settle_roads("q?", road("chain", "X", 0.9, grounded=False), road("whole question", "Y", 0.2), passages)
     assert found.winner.name == "whole question" and "not in the passages" in found.reason
-    surer = supervisor.settle_roads("q?", road("chain", "X", 0.9), road("whole question", "Y", 0.5), passages)
+    trusted = supervisor.settle_roads("q?", road("chain", "X", 0.6, trusted=True), road("whole question", "Y", 0.95),
+                                      passages)
+    assert trusted.winner.name == "chain" and "trusted" in trusted.reason
+    doubted = supervisor.settle_roads("q?", road("chain", "X", 0.9), road("whole question", "Y", 0.5), passages)
+    assert doubted.winner.name == "whole question" and "in doubt" in doubted.reason
+    surer = supervisor.settle_roads("q?", road("chain", "X", 0.45), road("whole question", "Y", 0.1), passages)
     assert surer.winner.name == "chain" and not surer.judged and llm.requests == []
 
 
@@ -92,7 +98,7 @@ def test_close_roads_are_settled_by_one_grammar_bound_choice():
     llm = ScriptedLLM()
     llm.add_rule({"answer": "Y"}, schema="OptionAnswer")
     supervisor = Supervisor(ConflictChecker(), Controller(RuleSet()), caller(llm), margin=0.3)
-    verdict = supervisor.settle_roads("q?", road("chain", "X", 0.6), road("whole question", "Y", 0.5),
+    verdict = supervisor.settle_roads("q?", road("chain", "X", 0.45), road("whole question", "Y", 0.4),
                                       evidence(("A", "text")))
     assert verdict.winner.name == "whole question" and verdict.judged
     (request,) = llm.requests

@@ -69,6 +69,8 @@ class Road:
     confidence: float
     problem: str | None = None  # why the answer does not fit the question, if it does not
     grounded: bool = True  # the answer is in the run's passages
+    trusted: bool = False  # for the chain: decided by a rule from checked, sure steps
+    note: str = ""  # how the answer came about, for the trace
 
 
 @dataclass(frozen=True)
@@ -85,11 +87,12 @@ class Supervisor:
     """Chooses what to give up and where to roll back to."""
 
     def __init__(self, checker: ConflictChecker, controller: Controller, call: Caller | None = None, *,
-                 margin: float = 0.3) -> None:
+                 margin: float = 0.3, trust: float = 0.5) -> None:
         self.checker = checker
         self.controller = controller
         self.call = call
-        self.margin = margin  # a confidence lead this large settles the roads without a model call
+        self.margin = margin  # when both roads are in doubt, a confidence lead this large settles them
+        self.trust = trust  # a road answer at least this sure is not in doubt
 
     def conflict_set(self, conflict: ConflictRecord) -> tuple[Statement, ...]:
         """The minimal conflict set (value conflicts through the core; a broken bridge is already minimal)."""
@@ -123,23 +126,30 @@ class Supervisor:
         return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source)
 
     def settle_roads(self, question: str, chain: Road, whole: Road, evidence: Evidence) -> RoadsVerdict:
-        """The road whose answer stands: evidence first (type, grounding, confidence), then one judge call."""
+        """The road whose answer stands: the answers' type and grounding, then trust, then confidence, then
+        (only when both roads are in doubt and close) one grammar-bound model call choosing between the two."""
         for label, ok in (("does not fit the question", lambda r: r.problem is None),
                           ("is not in the passages", lambda r: r.grounded)):
             if ok(chain) != ok(whole):
                 winner, loser = (chain, whole) if ok(chain) else (whole, chain)
                 return RoadsVerdict(winner, loser, f"the {loser.name} answer {label}")
+        if chain.trusted:
+            return RoadsVerdict(chain, whole, f"the chain is trusted ({chain.note})")
+        if whole.confidence >= self.trust:
+            return RoadsVerdict(whole, chain, f"the chain is in doubt ({chain.note}); the whole question's answer "
+                                              f"is sure ({whole.confidence:.2f})")
         lead = chain.confidence - whole.confidence
         if abs(lead) >= self.margin or self.call is None:
             winner, loser = (chain, whole) if lead >= 0 else (whole, chain)
-            return RoadsVerdict(winner, loser, f"the {winner.name} answer is surer "
+            return RoadsVerdict(winner, loser, f"both roads are in doubt; the {winner.name} answer is surer "
                                                f"({winner.confidence:.2f} against {loser.confidence:.2f})")
         # the whole question's own prompt with one line more: the model has just read it (its KV is reused)
         choice = f"{question}\nChoose the answer the passages support: {chain.answer!r} or {whole.answer!r}"
         messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=choice)
         chosen = self.call(AGENT, messages, option_answer((chain.answer, whole.answer)), max_tokens=40).value.answer
         winner, loser = (chain, whole) if chosen == chain.answer else (whole, chain)
-        return RoadsVerdict(winner, loser, f"asked to choose, the model took the {winner.name} answer", judged=True)
+        return RoadsVerdict(winner, loser, f"both roads are in doubt; asked to choose, the model took the "
+                                           f"{winner.name} answer", judged=True)
 
     def roll_back_chain(self, chain: Sequence[Statement], view: StateView, plan: Sequence[SubQuestion],
                         reason: str) -> RollbackPlan:
