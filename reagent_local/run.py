@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .agents.assembler import AGENT as ASSEMBLER, WHOLE_QUESTION, Assembly, final_statement
+from .agents.assembler import AGENT as ASSEMBLER, WHOLE_QUESTION, Assembly
 from .agents.controller import AGENT as CONTROLLER, BudgetExhausted
 from .agents.decomposer import AGENT as DECOMPOSER
-from .agents.evidence import Evidence, EvidencePassage, evidence_payload, grounded_in, is_unknown, values_agree
+from .agents.evidence import Evidence, EvidencePassage, evidence_payload, is_unknown
 from .agents.retriever import AGENT as RETRIEVER
-from .agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict, RollbackPlan
+from .agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict
 from .agents.verifier import AGENT as VERIFIER, Accept, Candidate, GiveUp, Retry, graph_facts
 from .answer import Answer
+from .backtrack import GlobalBacktracking
 from .calls import CallLedger
 from .config import PipelineConfig
 from .core import events as ev
@@ -31,18 +32,16 @@ from .core.knowledge import Statement
 from .core.log import Checkpoint
 from .core.workspace import Workspace
 from .errors import LLMOutputError
-from .rules import answer_type_problem
 from .outcome import finish
 from .plan import Plan
+from .roads import FALLBACK, SecondRoad
 from .steps import Step
 from .team import Team
-from .text import normalize
-
-FALLBACK = "whole-question fallback"  # the Assembly rule of an answer the plan could not give
 
 
-class QuestionRun:
-    """Executes the loop for one question and returns its Answer."""
+class QuestionRun(GlobalBacktracking, SecondRoad):
+    """Executes the loop for one question and returns its Answer (global backtracking and the second
+    road are carried out by the mixins in backtrack.py and roads.py)."""
 
     def __init__(self, question: str, *, team: Team, workspace: Workspace, channel: Channel, calls: CallLedger,
                  settings: PipelineConfig) -> None:
@@ -216,67 +215,6 @@ class QuestionRun:
         self._post("assert", VERIFIER, (ASSEMBLER,), {"step": step.index, "answer": attempt.candidate.answer,
                                                       "query": attempt.query}, [statement])
 
-    # -- global backtracking ---------------------------------------------------------
-    def _replan(self) -> None:
-        """A step found no usable answer: back to the plan, which the decomposer makes again, told what failed."""
-        step, failure = self.failed
-        self._signal("plan-failed", True, failure, step=step.index)
-        plan = self.team.decomposer.replan(self.question, [s.sub for s in self.steps], failure)
-        self.team.controller.count_replan()
-        if [s.text for s in plan.steps] == [s.sub.text for s in self.steps]:
-            return  # the same plan again: nothing new to try
-        self.ws.rollback_global(self.plan_checkpoint.id, f"the plan failed: {failure}")
-        self.backtracks["global"] += 1
-        self._plan(plan)
-        self._solve_pending()
-
-    def _settle_across_steps(self) -> None:
-        """The assembler's contradictions go to the supervisor through the channel, a bounded number of times."""
-        while self.team.controller.may_roll_back():
-            escalations = self.team.assembler.contradictions(self._results())
-            if not escalations:
-                return
-            first = escalations[0]
-            self._post("reject", ASSEMBLER, (SUPERVISOR,), {"escalation": first.kind, "reason": first.reason},
-                       first.statements)
-            self._deliver()
-            self._solve_pending()
-        if self.team.assembler.contradictions(self._results()):
-            for step in self.steps:
-                step.uncertain = True
-
-    def _carry_out(self, plan: RollbackPlan) -> None:
-        """Roll every agent back, keep what the conflict does not touch, and reopen the affected steps."""
-        if not self.settings.global_backtracking or not self.team.controller.may_roll_back():
-            for step in self.steps:
-                step.uncertain = True
-            return
-        self.ws.record(SUPERVISOR, ev.ConflictSet(
-            statements=tuple(s.id for s in plan.conflict_set), texts=tuple(s.text for s in plan.conflict_set),
-            discard=plan.discard.id, reason=plan.reason, checkpoint=plan.checkpoint.id,
-            affected_steps=plan.affected_steps, reassert=tuple(s.id for s in plan.reassert), source=plan.source))
-        self.ws.rollback_global(plan.checkpoint.id, f"conflict: {plan.reason}")
-        self.team.controller.count_rollback()
-        self.backtracks["global"] += 1
-        self.team.controller.penalise(plan.discard.agent)
-        culprit = self.steps[plan.discard.subquestion]
-        culprit.discard_answer()
-        for statement in plan.reassert:  # unaffected statements stand as they were
-            stamped = self._hold(statement.agent, statement)
-            if statement.agent == VERIFIER:
-                self.steps[statement.subquestion].statement = stamped
-        for index in plan.affected_steps:
-            self.steps[index].reopen()
-        for kept in plan.keep:  # a kept statement that met its rival in a round was never published
-            if kept.subquestion not in plan.affected_steps and not self.ws.holds(ASSEMBLER, kept.id):
-                self._post("assert", VERIFIER, (ASSEMBLER,), {"step": kept.subquestion}, [kept])
-        for challenge in self.team.controller.challenges(culprit.index, plan.keep):
-            self.challenges += 1
-            step = self.steps[challenge.step]
-            self._post("challenge", CONTROLLER, (RETRIEVER, VERIFIER), {
-                "step": challenge.step, "statement": challenge.statement.text, "question": step.question,
-                "exclude": sorted(step.excluded)}, [challenge.statement])
-
     # -- the answer ------------------------------------------------------------------
     def _assemble(self) -> Assembly:
         assembly = self.team.assembler.assemble(self.question, self._results())
@@ -287,118 +225,12 @@ class QuestionRun:
                 self.team.controller.reward(step.statement.agent)
         return assembly
 
-    # -- the second road: the whole question over the run's evidence --------------------
-    def _two_roads(self, chain: Assembly) -> Assembly:
-        """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
-        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
-        chain_road = self._chain_road(chain)
-        if chain_road.trusted:  # a rule decided it from checked, sure steps: one reading of the whole question will not beat it
-            self._signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
-            return chain
-        whole = self._whole_road()
-        if whole is None or is_unknown(chain.answer):
-            return self._fallback() if is_unknown(chain.answer) else chain
-        if values_agree(chain.answer, whole.answer):
-            self._signal("two-roads", False, f"both roads answer {chain.answer!r}")
-            return chain
-        self._meet(chain_road, whole)
-        if self.verdict is None or self.verdict.winner is chain_road:
-            return chain
-        if self.reopened:  # the chain was rolled back at its weakest step: solve it again and look once more
-            self._solve_pending()
-            chain = self._assemble()
-            if not is_unknown(chain.answer) and values_agree(chain.answer, whole.answer):
-                self._signal("two-roads", False, f"redone, the chain answers {chain.answer!r} too")
-                return chain
-        return Assembly(whole.answer, "two-roads")  # the supervisor's verdict stands
-
-    def _meet(self, chain: Road, whole: Road) -> None:
-        """Both roads assert their answer in one round: the channel escalates the conflict, _settle_roads decides."""
-        self.verdict, self.roads = None, {chain.statement.id: chain, whole.statement.id: whole}
-        for road in (chain, whole):
-            self._post("assert", ASSEMBLER, (SUPERVISOR,), {"road": road.name, "answer": road.answer}, [road.statement])
-        while self.channel.pending:
-            self._deliver()
-
-    def _settle_roads(self) -> None:
-        """The supervisor weighs the two roads; a chain that loses is rolled back at its weakest step."""
-        chain, whole = (r for r in self.roads.values())
-        assert self.whole_evidence is not None
-        self.verdict = verdict = self.team.supervisor.settle_roads(self.question, chain, whole, self.whole_evidence)
-        self._signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
-                     chain_confidence=chain.confidence, whole_confidence=whole.confidence,
-                     winner=verdict.winner.name, judged=verdict.judged)
-        self.reopened = False
-        held = [s.statement for s in self.steps if s.done and s.statement is not None]
-        if verdict.winner is whole and held and self.team.controller.may_roll_back():
-            plan = self.team.supervisor.roll_back_chain(held, self.ws, [s.sub for s in self.steps], verdict.reason)
-            self._carry_out(plan)
-            self.reopened = True
-            self.roads_rollbacks += 1
-
-    def _whole_road(self) -> Road | None:
-        """The whole question answered from its own search and the steps' passages (one model call, once)."""
-        if self.whole is not None or self.whole_evidence is not None:
-            return self.whole
-        self.calls.budget.check()
-        found = [p for s in self.steps for p in s.cited]  # the passages the steps' answers came from
-        evidence = self.whole_evidence = self.team.retriever.gather(self.question, found)
-        self._post("inform", RETRIEVER, (ASSEMBLER,), {"step": "whole question", "query": self.question,
-                                                       **evidence_payload(evidence)})
-        try:
-            candidate = self.team.assembler.read_whole(self.question, evidence)
-        except LLMOutputError as exc:
-            self.ws.record(ASSEMBLER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
-            return None
-        if is_unknown(candidate.answer):
-            return None
-        confidence = candidate.probability if candidate.probability is not None else 0.5
-        statement = final_statement(self.question, candidate.answer, confidence=confidence, cited=candidate.cited)
-        problem = answer_type_problem(self.question, candidate.answer, self.team.rules, final=True)
-        self.whole = Road("whole question", candidate.answer, statement, confidence, problem,
-                          self._grounded(candidate.answer, candidate.cited or evidence.passages))
-        return self.whole
-
-    def _chain_road(self, chain: Assembly) -> Road:
-        """The chain's answer as a road: as sure as its least sure step, trusted when a rule decided it from
-        steps that all passed their checks with at least ``chain_trust`` confidence."""
-        answered = [s for s in self.steps if s.done and s.statement is not None]
-        confidence = min((s.statement.confidence for s in answered), default=0.0)
-        cited = tuple(p for s in self.steps for p in s.cited)
-        problem = answer_type_problem(self.question, chain.answer, self.team.rules, final=True) \
-            if not is_unknown(chain.answer) else "no answer"
-        checked = bool(answered) and len(answered) == len(self.steps) and not any(s.uncertain for s in self.steps)
-        trusted = chain.rule is not None and checked and problem is None and confidence >= self.settings.chain_trust
-        note = (f"rule {chain.rule} from {len(answered)} checked step(s), least sure {confidence:.2f}" if trusted else
-                f"{'rule ' + chain.rule if chain.rule else 'the model'} assembled it; least sure step {confidence:.2f}")
-        statement = final_statement(self.question, chain.answer, confidence=confidence, cited=cited)
-        return Road("chain", chain.answer, statement, confidence, problem, self._grounded(chain.answer, cited),
-                    trusted=trusted, note=note)
-
-    def _fallback(self) -> Assembly:
-        """The plan gave no answer: the whole question's answer from its passages and the steps' (uncertain)."""
-        road = self._whole_road()
-        evidence = self.whole_evidence
-        rejection = "no answer in the passages" if road is None else road.problem
-        if road is None or rejection:
-            self.ws.record(CONTROLLER, ev.FallbackAnswer(answer="unknown", rejected=road.answer if road else "",
-                                                         reason=rejection or ""))
-            return Assembly("unknown")
-        cited = [p for p in (evidence.passages if evidence else ()) if p.id in dict(road.statement.provenance)]
-        self.fallback_cited = tuple(p for p in cited if not p.suspicious) or (evidence.passages[:1] if evidence else ())
-        self.ws.record(CONTROLLER, ev.FallbackAnswer(answer=road.answer,
-                                                     passages=tuple(p.id for p in self.fallback_cited)))
-        return Assembly(road.answer, FALLBACK)
-
-    def _grounded(self, answer: str, passages: Sequence[EvidencePassage]) -> bool:
-        return normalize(answer) in {"yes", "no"} or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])
-
+    # -- small helpers ----------------------------------------------------------------
     def _signal(self, name: str, fired: bool, detail: str, step: int | None = None, **values: Any) -> None:
         if fired:
             self.signals.append(name)
         self.ws.record(SUPERVISOR, ev.Signal(signal=name, fired=fired, step=step, detail=detail, values=values))
 
-    # -- small helpers ----------------------------------------------------------------
     def _post(self, kind: str, sender: str, recipients: Sequence[str], payload: dict,
               statements: Sequence[Statement] = ()) -> None:
         self.channel.post(Message(kind, sender, tuple(recipients), tuple(statements), payload))

@@ -339,9 +339,8 @@ def test_reagent_methods_run_through_the_real_pipeline(driver: dict, tmp_path: P
     assert len(records) == 6
     for record in records:
         assert record["error"] is None and record["em"] == 1.0, record
-        # a chain needs no assembler call; reagent-both also answers the whole question (the second road)
-        calls = 4 if record["method"] == "reagent-both" else 3
-        assert record["run_id"] and record["llm_calls"] == calls and record["uncertain"] is False
+        # a chain needs no assembler call, and a trusted one no second road
+        assert record["run_id"] and record["llm_calls"] == 3 and record["uncertain"] is False
         assert record["support_recall"] == 1.0 and record["support_precision"] == 1.0
     assert (tmp_path / "run" / "events.duckdb").is_file()
     from reagent_local.core.log import EventLog
