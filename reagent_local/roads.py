@@ -55,6 +55,7 @@ class SecondRoad(_Base):
             if not is_unknown(chain.answer) and values_agree(chain.answer, whole.answer):
                 self._signal("two-roads", False, f"redone, the chain answers {chain.answer!r} too")
                 return chain
+        self.fallback_cited = self._whole_cited(whole)
         return Assembly(whole.answer, "two-roads")  # the supervisor's verdict stands
 
     def _meet(self, chain: Road, whole: Road) -> None:
@@ -123,17 +124,21 @@ class SecondRoad(_Base):
     def _fallback(self) -> Assembly:
         """The plan gave no answer: the whole question's answer from its passages and the steps' (uncertain)."""
         road = self._whole_road()
-        evidence = self.whole_evidence
         rejection = "no answer in the passages" if road is None else road.problem
         if road is None or rejection:
             self.ws.record(CONTROLLER, ev.FallbackAnswer(answer="unknown", rejected=road.answer if road else "",
                                                          reason=rejection or ""))
             return Assembly("unknown")
-        cited = [p for p in (evidence.passages if evidence else ()) if p.id in dict(road.statement.provenance)]
-        self.fallback_cited = tuple(p for p in cited if not p.suspicious) or (evidence.passages[:1] if evidence else ())
+        self.fallback_cited = self._whole_cited(road)
         self.ws.record(CONTROLLER, ev.FallbackAnswer(answer=road.answer,
                                                      passages=tuple(p.id for p in self.fallback_cited)))
         return Assembly(road.answer, FALLBACK)
+
+    def _whole_cited(self, road: Road) -> tuple[EvidencePassage, ...]:
+        """The passages the whole question's answer came from (the first passage read, if it cited none)."""
+        passages = self.whole_evidence.passages if self.whole_evidence else ()
+        cited = [p for p in passages if p.id in dict(road.statement.provenance) and not p.suspicious]
+        return tuple(cited) or tuple(passages[:1])
 
     def _grounded(self, answer: str, passages: Sequence[EvidencePassage]) -> bool:
         return normalize(answer) in {"yes", "no"} or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])
