@@ -423,3 +423,21 @@ def test_a_step_without_a_usable_answer_sends_the_run_back_to_a_new_plan(index, 
     assert next(c for c in log.checkpoints(answer.run_id) if c.id == rollback.payload["checkpoint_id"]).label == "plan"
     assert [s.question for s in answer.subquestions] == ["Who directed the film Blue Harbour?",
                                                          "Who is the mother of Mara Lind?"]
+
+
+def test_an_unsure_answer_is_retried_and_the_surest_checked_attempt_stands(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", times=1, confidence=0.2)
+    llm.add_rule({"query": "Blue Harbour 1998 film"}, schema="Reformulation")
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", confidence=0.9)  # sure, but in no passage
+    answer = pipeline(llm, index, log, min_confidence=0.3, max_backtrack_depth=1).ask(
+        "Who directed the film Blue Harbour?")
+    assert answer.answer == "Mara Lind" and answer.backtracks["local"] == 2
+    decisions = [e.payload for e in log.events(answer.run_id) if e.type == "decision"]
+    assert [d["decision"] for d in decisions] == ["retry", "accept"]
+    assert "unsure" in decisions[0]["reasons"][0] and decisions[1]["answer"] == "Mara Lind"
+    held = {s.value or s.text for s in pipeline_state(log, answer.run_id) if s.agent == "verifier"}
+    assert held == {"Mara Lind"}  # the second attempt was taken back, the first one held again
