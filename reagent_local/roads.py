@@ -18,6 +18,7 @@ from .agents.supervisor import AGENT as SUPERVISOR, Road
 from .core import events as ev
 from .errors import LLMOutputError
 from .rules import answer_type_problem
+from .rules.shapes import either_or_options
 from .text import normalize
 
 if TYPE_CHECKING:
@@ -106,17 +107,27 @@ class SecondRoad(_Base):
         return self.whole
 
     def _chain_road(self, chain: Assembly) -> Road:
-        """The chain's answer as a road: as sure as its least sure step, trusted when a rule decided it from
-        steps that all passed their checks with at least ``chain_trust`` confidence."""
+        """The chain's answer as a road, as sure as its least sure step; trusted when
+
+        - a rule decided it from steps that all passed their checks with at least ``chain_trust``
+          confidence, or
+        - the question names two options, and every fact the chain gathered for them is at least
+          ``min_confidence`` sure: choosing between the named options from facts found for each is
+          what a single reading of the whole question does worst.
+        """
         answered = [s for s in self.steps if s.done and s.statement is not None]
         confidence = min((s.statement.confidence for s in answered), default=0.0)
         cited = tuple(p for s in self.steps for p in s.cited)
         problem = answer_type_problem(self.question, chain.answer, self.team.rules, final=True) \
             if not is_unknown(chain.answer) else "no answer"
         checked = bool(answered) and len(answered) == len(self.steps) and not any(s.uncertain for s in self.steps)
-        trusted = chain.rule is not None and checked and problem is None and confidence >= self.settings.chain_trust
-        note = (f"rule {chain.rule} from {len(answered)} checked step(s), least sure {confidence:.2f}" if trusted else
-                f"{'rule ' + chain.rule if chain.rule else 'the model'} assembled it; least sure step {confidence:.2f}")
+        by_rule = chain.rule is not None and checked and confidence >= self.settings.chain_trust
+        by_options = either_or_options(self.question) is not None and bool(answered) \
+            and confidence >= self.settings.min_confidence
+        trusted = problem is None and (by_rule or by_options)
+        how = f"rule {chain.rule}" if chain.rule else "the model"
+        note = (f"{how} chose it from {len(answered)} step(s), least sure {confidence:.2f}"
+                + ("" if trusted else ("; a step is unanswered or unchecked" if not checked else "")))
         statement = final_statement(self.question, chain.answer, confidence=confidence, cited=cited)
         return Road("chain", chain.answer, statement, confidence, problem, self._grounded(chain.answer, cited),
                     trusted=trusted, note=note)

@@ -441,3 +441,21 @@ def test_an_unsure_answer_is_retried_and_the_surest_checked_attempt_stands(index
     assert "unsure" in decisions[0]["reasons"][0] and decisions[1]["answer"] == "Mara Lind"
     held = {s.value or s.text for s in pipeline_state(log, answer.run_id) if s.agent == "verifier"}
     assert held == {"Mara Lind"}  # the second attempt was taken back, the first one held again
+
+
+def test_an_either_or_chain_with_sure_facts_is_trusted_even_when_the_model_chose(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["When was Blue Harbour released?", "When was Red Sky released?"]},
+                 schema="Decomposition")
+    index.add("Red Sky", "Red Sky is a 1962 film.")
+    llm.add_rule({"answer": "1998", "passages": [1], "subject": "Blue Harbour", "relation": "release_date"},
+                 schema="SubAnswer", contains="Blue Harbour released", confidence=0.9)
+    llm.add_rule({"answer": "1962", "passages": [1], "subject": "Red Sky", "relation": "release_date"},
+                 schema="SubAnswer", contains="Red Sky released", confidence=0.9)
+    llm.add_rule({"answer": "Red Sky"}, schema="OptionAnswer")
+    question = "Which film came out first, Blue Harbour or Red Sky?"
+    answer = pipeline(llm, index, log, two_roads=True, rules=("all", "-compare-options")).ask(question)
+    assert answer.answer == "Red Sky" and answer.signals == ()
+    assert len(llm.requests_for("SubAnswer")) == 2  # no second road: the chain chose between the named options
+    (signal,) = [e.payload for e in log.events(answer.run_id) if e.type == "signal"]
+    assert "trusted" in signal["detail"] and "the model chose it" in signal["detail"]
