@@ -31,6 +31,13 @@ def score(value: float | None) -> str:
     return text[1:] if text.startswith("0.") else text
 
 
+def spread(m: dict, what: str, digits: int) -> str:
+    """' (median, p90)' when the summary keeps them."""
+    if m.get(f"{what}_median") is None:
+        return ""
+    return f" ({m[what + '_median']:.{digits}f}, {m[what + '_p90']:.{digits}f})"
+
+
 def table(folder: Path) -> str:
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     methods = summary["methods"]
@@ -39,7 +46,7 @@ def table(folder: Path) -> str:
         f"**{summary['dataset']}**: {summary['questions']} questions, seed {summary['seed']}, "
         f"total {summary['seconds_total'] / 3600:.2f} h of question time",
         "",
-        "| method | EM | F1 | support P | support R | LLM calls/q | tokens/q | s/q | code |",
+        "| method | EM | F1 | support P | support R | LLM calls/q (median, p90) | tokens/q | s/q (median, p90) | code |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in methods.items():
@@ -51,8 +58,8 @@ def table(folder: Path) -> str:
         code = ", ".join(c.split("+g")[-1] for c in m.get("code", [])) or "-"
         lines.append(
             f"| {LABELS.get(name, name)} | {em} | {score(m['f1'])} | {score(m['support_precision'])} "
-            f"| {score(m['support_recall'])} | {m['llm_calls_per_question']:.1f} | {m['tokens_per_question']:,.0f} "
-            f"| {m['seconds_per_question']:.1f} | {code} |"
+            f"| {score(m['support_recall'])} | {m['llm_calls_per_question']:.1f}{spread(m, 'llm_calls', 0)} "
+            f"| {m['tokens_per_question']:,.0f} | {m['seconds_per_question']:.1f}{spread(m, 'seconds', 1)} | {code} |"
         )
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from reagent_local.bench.records import read_records
 from reagent_local.bench.report import write_report
 from reagent_local.cli import main
 from reagent_local.errors import BenchRunError
@@ -80,7 +81,9 @@ def test_summary_averages_and_changes(run_folder: Path) -> None:
 def test_markdown_table_and_chart(run_folder: Path) -> None:
     write_report(run_folder)
     table = (run_folder / "results.md").read_text()
-    assert "| rag | 2 | .500 | .750 | .300 | .750 | 1.0 | 1110 | 8.5 | 0 |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| rag |"))
+    seconds = sorted(r["seconds"] for r in read_records(run_folder / "records.jsonl") if r["method"] == "rag")
+    assert row == f"| rag | 2 | .500 | .750 | .300 | .750 | 1.0 (1, 1) | 1110 | 8.5 ({seconds[0]:.1f}, {seconds[1]:.1f}) | 0 |"
     assert "| reagent-none | 2 | .500 | .500 | - | .000 |" in table
     assert "reagent-none -> reagent-both: 1 answer(s) changed" in table
     assert "| b | gold b | wrong | gold b | +1.000 |" in table

@@ -8,6 +8,8 @@ to head with a sign test) live in compare.py.
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from collections import Counter
 from statistics import mean
@@ -25,6 +27,12 @@ CHART_FILE = "chart.png"
 def _avg(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return mean(present) if present else None
+
+
+def _quantile(values: Sequence[float], q: float) -> float | None:
+    """The value at quantile ``q`` (nearest rank: the p90 of 10 values is the 9th smallest)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] if ordered else None
 
 
 def _tally(names: Iterable[str]) -> dict[str, int]:
@@ -45,6 +53,10 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "completion_tokens_per_question": _avg([r["completion_tokens"] for r in records]),
         "tokens_per_question": _avg([r["prompt_tokens"] + r["completion_tokens"] for r in records]),
         "seconds_per_question": _avg([r["seconds"] for r in records]),
+        "seconds_median": _quantile([r["seconds"] for r in records], 0.5),
+        "seconds_p90": _quantile([r["seconds"] for r in records], 0.9),
+        "llm_calls_median": _quantile([r["llm_calls"] for r in records], 0.5),
+        "llm_calls_p90": _quantile([r["llm_calls"] for r in records], 0.9),
         "seconds_total": sum(r["seconds"] for r in records),
         "errors": sum(1 for r in records if r.get("error")),
         "uncertain": sum(1 for r in records if r.get("uncertain")),
@@ -118,6 +130,12 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return text[1:] if digits == 3 and text.startswith("0.") else text
 
 
+def _spread(summary: dict[str, Any], what: str, digits: int) -> str:
+    """'median, p90' of a method's per-question values ('-' for summaries written before they were kept)."""
+    median, p90 = summary.get(f"{what}_median"), summary.get(f"{what}_p90")
+    return "-" if median is None else f"{_fmt(median, digits)}, {_fmt(p90, digits)}"
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return " ".join(str(text).split()).replace("|", "\\|") or '""'
@@ -141,14 +159,15 @@ def method_lines(summary: dict[str, Any]) -> list[str]:
     lines = [
         f"# {summary['dataset']}: {summary['questions']} questions (n={summary['n']}, seed={summary['seed']}), model {summary['model']}",
         "",
-        "| method | n | EM | F1 | support P | support R | calls/q | tokens/q | s/q | errors |",
+        "| method | n | EM | F1 | support P | support R | calls/q (median, p90) | tokens/q | s/q (median, p90) | errors |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in summary["methods"].items():
         lines.append(
             f"| {name} | {s['n']} | {_fmt(s['em'])} | {_fmt(s['f1'])} | {_fmt(s['support_precision'])} "
-            f"| {_fmt(s['support_recall'])} | {_fmt(s['llm_calls_per_question'], 1)} | {_fmt(s['tokens_per_question'], 0)} "
-            f"| {_fmt(s['seconds_per_question'], 1)} | {s['errors']} |"
+            f"| {_fmt(s['support_recall'])} | {_fmt(s['llm_calls_per_question'], 1)} ({_spread(s, 'llm_calls', 0)}) "
+            f"| {_fmt(s['tokens_per_question'], 0)} | {_fmt(s['seconds_per_question'], 1)} ({_spread(s, 'seconds', 1)}) "
+            f"| {s['errors']} |"
         )
     hours = summary["seconds_total"] / 3600
     lines += [
