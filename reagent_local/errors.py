@@ -61,6 +61,10 @@ class IndexBuildError(ReagentError):
     """Building an index failed; nothing half-built is left behind."""
 
 
+class IndexCorruptError(ReagentError):
+    """A file of a built index is truncated or damaged; the message names it and the rebuild command."""
+
+
 class IndexMismatchError(ReagentError):
     """An index was built with a different embedder or dimension than configured."""
 

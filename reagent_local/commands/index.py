@@ -33,7 +33,7 @@ def build_cmd(source: Path, name: str, fmt: str, limit: int | None, faiss_type: 
     from ..retrieval import build_index
 
     path = build_index(source, name, config_from(), fmt=fmt, limit=limit, kg=not no_kg, force=force,
-                       progress=not quiet, faiss_type=faiss_type)
+                       progress=not quiet, faiss_type=faiss_type, log=info)
     info(f"built {path}")
     _print_info(name)
 

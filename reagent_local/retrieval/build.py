@@ -1,7 +1,9 @@
 """Build an index folder: passages (DuckDB), dense vectors (FAISS), BM25, manifest.
 
 The build writes into ``indexes/.NAME.building/`` and renames it to ``indexes/NAME``
-only when everything is written, so an interrupted build never looks complete.
+only when everything is written, so an interrupted build never looks complete; the
+lock ``indexes/.NAME.lock`` makes a second build of NAME wait for the first. A full
+disk removes the temporary folder and says so.
 Embeddings are saved in shards (``embeddings/shard-NNNNNN.npy``); running the same
 build again reuses the finished shards. Bad input removes the temporary folder.
 """
@@ -15,16 +17,18 @@ import shutil
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
+import duckdb
 import numpy as np
 
 from ..config import Config
 from ..errors import IndexBuildError, ReagentError
-from ..paths import file_sha256
+from ..locks import holder_of
+from ..paths import file_sha256, is_disk_full, unwritable_reason
 from .dense import build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, make_embedder
-from .layout import MANIFEST, build_lock, building_dir, index_dir, validate_name
+from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
 from .passages import TARGET_WORDS, index_text, split_passages
 from .progress import Reporter, reporter
 from .readers import FORMATS, detect_format, read_documents
@@ -32,6 +36,7 @@ from .sparse import SUBDIR as BM25_DIR
 from .sparse import build_bm25
 from .store import FILENAME as PASSAGES_FILE
 from .store import PassageStore, PassageWriter
+from .swap import recover, swap_in
 
 SHARD_SIZE = 4096
 STATE = "build-state.json"
@@ -104,7 +109,11 @@ def _write_passages(source: Path, fmt: str, folder: Path, limit: int | None, rep
             f"{source} contains no {kind} (read as {fmt})",
             hint="check that it is the right file, or pass the right --format",
         )
-    return documents, writer.finish()
+    try:
+        return documents, writer.finish()
+    except BaseException:
+        writer.abort()  # close the database, or its deleted files keep their disk space
+        raise
 
 
 def _shard_path(folder: Path, number: int) -> Path:
@@ -166,12 +175,14 @@ def build_index(
     progress: bool = True,
     faiss_type: str = "auto",
     embedder: Embedder | HashEmbedder | None = None,
+    log: Callable[[str], None] = lambda _msg: None,
 ) -> Path:
     """Build index ``name`` from ``source`` and return its folder (``config.paths.indexes / name``).
 
     ``fmt`` is one of "auto" or readers.FORMATS; ``limit`` keeps the first N documents
     (articles, lines, rows or paragraphs); ``kg`` also extracts the infobox knowledge
-    graph when the source is a dump; ``force`` replaces an existing index.
+    graph when the source is a dump; ``force`` replaces an existing index. A build of
+    a name another process is building waits for it (``log`` says for whom).
     """
     began = time.perf_counter()
     validate_name(name)
@@ -181,8 +192,7 @@ def build_index(
     if limit is not None and limit < 1:
         raise IndexBuildError(f"--limit must be at least 1, got {limit}")
     final = index_dir(config, name)
-    if final.exists() and not force:
-        raise IndexBuildError(f"index {name!r} already exists at {final}", hint="pass --force to rebuild it, or choose another --name")
+    _refuse_existing(final, force)
     if fmt == "auto":
         fmt = detect_format(source)
     elif fmt not in FORMATS:
@@ -190,35 +200,71 @@ def build_index(
     with_kg = kg and fmt == "wikixml"
     if with_kg:
         _check_kg_available()
-    faiss_kind_requested = faiss_type
-    choose_type(faiss_kind_requested, 0)  # validate the flag before any work
+    choose_type(faiss_type, 0)  # validate the flag before any work
+    reason = unwritable_reason(config.paths.indexes)
+    if reason is not None:
+        raise IndexBuildError(f"cannot write to {config.paths.indexes}: {reason}",
+                              hint="make that folder writable, or set REAGENT_HOME to a writable folder")
     embedder = embedder or make_embedder(config.retrieval.embedder)
     sha256 = file_sha256(source)
     key = {"source": str(source), "sha256": sha256, "format": fmt, "limit": limit,
            "embedder": embedder.name, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
     folder = building_dir(config, name)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with build_lock(config, name), reporter(progress) as report:
-        state = _load_state(folder, key, report)
-        try:
-            manifest = _run_steps(source, fmt, limit, with_kg, faiss_kind_requested, embedder, folder, state, report)
-        except ReagentError:
-            shutil.rmtree(folder, ignore_errors=True)  # bad input: nothing half-built stays
+
+    def waiting(_holder: str) -> None:
+        pid = holder_of(lock_path(config, name)).get("pid")
+        log(f"waiting: {f'process {pid}' if pid else 'another process'} is building index {name!r} ...")
+
+    try:
+        with build_lock(config, name, on_wait=waiting), reporter(progress) as report:
+            recover(folder, final, STATE, report.note)
+            _refuse_existing(final, force)  # it may have been built while this process waited
+            state = _load_state(folder, key, report)
+            try:
+                manifest = _run_steps(source, fmt, limit, with_kg, faiss_type, embedder, folder, state, report)
+            except ReagentError as exc:
+                shutil.rmtree(folder, ignore_errors=True)  # bad input: nothing half-built stays
+                if is_disk_full(exc):  # the KG builder reports a full disk as its own error
+                    raise _disk_full(name, config) from None
+                raise
+            except KeyboardInterrupt:
+                raise IndexBuildError(
+                    f"the build of {name!r} was interrupted; finished embedding batches are kept in {folder}",
+                    hint="run the same command again to resume",
+                ) from None
+            manifest.update(
+                name=name, source={"path": str(source), "sha256": sha256, "bytes": source.stat().st_size},
+                format=fmt, limit=limit, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                build_seconds=round(time.perf_counter() - began, 3), versions=library_versions(),
+                files=file_sizes(folder),
+            )
+            _write_json(folder / MANIFEST, manifest)
+            (folder / STATE).unlink()
+            swap_in(folder, final)
+    except (OSError, RuntimeError, duckdb.Error) as exc:  # FAISS and DuckDB wrap the OS error
+        if not is_disk_full(exc):
             raise
-        except KeyboardInterrupt:
-            raise IndexBuildError(
-                f"the build of {name!r} was interrupted; finished embedding batches are kept in {folder}",
-                hint="run the same command again to resume",
-            ) from None
-        manifest.update(
-            name=name, source={"path": str(source), "sha256": sha256, "bytes": source.stat().st_size},
-            format=fmt, limit=limit, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            build_seconds=round(time.perf_counter() - began, 3), versions=library_versions(),
-        )
-        _write_json(folder / MANIFEST, manifest)
-        (folder / STATE).unlink()
-        _swap_in(folder, final)
+        shutil.rmtree(folder, ignore_errors=True)  # give back the space the failed build used
+        raise _disk_full(name, config) from None
     return final
+
+
+def _disk_full(name: str, config: Config) -> IndexBuildError:
+    return IndexBuildError(f"disk full while building index {name!r} in {config.paths.indexes}",
+                           hint="free some space (the failed build's files were removed) and build again, "
+                           "or set REAGENT_HOME to a larger disk")
+
+
+def _refuse_existing(final: Path, force: bool) -> None:
+    if final.exists() and not force:
+        raise IndexBuildError(f"index {final.name!r} already exists at {final}",
+                              hint="pass --force to rebuild it, or choose another --name")
+
+
+def file_sizes(folder: Path) -> dict[str, int]:
+    """Bytes of every file of a finished build, by relative path; opening an index compares them."""
+    return {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name not in (MANIFEST, STATE)}
 
 
 def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_type: str,
@@ -260,14 +306,3 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         manifest["kg"] = build_kg(source, folder, limit=limit)
         seconds["kg"] = round(time.perf_counter() - began, 3)
     return manifest
-
-
-def _swap_in(folder: Path, final: Path) -> None:
-    """Rename the finished build into place, replacing an old index only now."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        os.replace(final, old)
-    os.replace(folder, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

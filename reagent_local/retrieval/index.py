@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import numpy as np
 
 from ..config import Config
-from ..errors import IndexMismatchError, IndexNotFoundError, QuestionError, ReagentError
+from ..errors import IndexCorruptError, IndexMismatchError, QuestionError, ReagentError
 from .dense import load_faiss, search_faiss
 from .embed import Embedder, HashEmbedder, configured_dimension, make_embedder
 from .fusion import rrf
-from .layout import read_manifest, resolve_index
+from .layout import read_manifest, rebuild_command, resolve_index
 from .passages import Passage
 from .sparse import SUBDIR as BM25_DIR
 from .sparse import SparseIndex
@@ -47,6 +53,35 @@ def check_embedder(manifest: dict, wanted_name: str, wanted_dim: int, where: Pat
         )
 
 
+def check_sizes(path: Path, manifest: dict) -> None:
+    """Compare each file's size with the one the build recorded: a cheap catch of truncation."""
+    for relative, size in (manifest.get("files") or {}).items():  # indexes built before this lack it
+        file = path / relative
+        actual = file.stat().st_size if file.is_file() else None
+        if actual != size:
+            found = "missing" if actual is None else f"{actual:,} bytes"
+            raise IndexCorruptError(f"{file} is truncated or damaged ({found}, the build wrote {size:,} bytes)",
+                                    hint=f"rebuild the index: `{rebuild_command(manifest, path.name)}`")
+
+
+def _first_unreadable(folder: Path) -> Path | None:
+    """The first JSON or .npy file in ``folder`` that does not load (only run once loading failed)."""
+    for file in sorted(folder.iterdir()):
+        try:
+            if file.suffix == ".json":
+                json.loads(file.read_text(encoding="utf-8"))
+            elif file.suffix == ".npy":
+                np.load(file, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError):
+            return file
+    return None
+
+
+def _expect(wanted: int | None, found: int, what: str) -> None:
+    if wanted is not None and int(found) != int(wanted):
+        raise ValueError(f"holds {found} {what}, the manifest says {wanted}")
+
+
 class Index:
     """A built index; ``search`` and ``get`` are safe to call from several threads."""
 
@@ -72,7 +107,9 @@ class Index:
             check_embedder(manifest, embedder.name, embedder.dimension, path)
         for part in (PASSAGES_FILE, "dense.faiss", BM25_DIR):
             if not (path / part).exists():
-                raise IndexNotFoundError(f"index {path} lacks {part}", hint="rebuild it with `reagent index build ... --force`")
+                raise IndexCorruptError(f"index {path} lacks {part}",
+                                        hint=f"rebuild it: `{rebuild_command(manifest, path.name)}`")
+        check_sizes(path, manifest)
         return cls(path, manifest, config, embedder)
 
     @property
@@ -82,18 +119,40 @@ class Index:
 
     def _load(self) -> None:
         with self._lock:
-            if self._store is None:
-                self._store = PassageStore(self.path / PASSAGES_FILE)
-                self._faiss = load_faiss(self.path / "dense.faiss")
-                if self._faiss.d != self.manifest["embedder"]["dimension"]:
-                    raise IndexMismatchError(
-                        f"{self.path / 'dense.faiss'} holds {self._faiss.d}-d vectors, the manifest says "
-                        f"{self.manifest['embedder']['dimension']}-d",
-                        hint="rebuild the index with --force",
-                    )
-                self._sparse = SparseIndex(self.path / BM25_DIR)
-                if self._embedder is None:
-                    self._embedder = make_embedder(self.manifest["embedder"]["name"])
+            if self._store is not None:
+                return
+            passages = self.manifest.get("passages")
+            with self._reading(PASSAGES_FILE):
+                store = PassageStore(self.path / PASSAGES_FILE)
+                _expect(passages, store.count(), "passages")
+            with self._reading("dense.faiss"):
+                dense = load_faiss(self.path / "dense.faiss")
+                _expect(passages, dense.ntotal, "vectors")
+            if dense.d != self.manifest["embedder"]["dimension"]:
+                raise IndexMismatchError(
+                    f"{self.path / 'dense.faiss'} holds {dense.d}-d vectors, the manifest says "
+                    f"{self.manifest['embedder']['dimension']}-d",
+                    hint="rebuild the index with --force",
+                )
+            with self._reading(BM25_DIR + "/"):
+                sparse = SparseIndex(self.path / BM25_DIR)
+                _expect(passages, sparse.size, "documents")
+            if self._embedder is None:
+                self._embedder = make_embedder(self.manifest["embedder"]["name"])
+            self._store, self._faiss, self._sparse = store, dense, sparse
+
+    @contextmanager
+    def _reading(self, part: str) -> Iterator[None]:
+        """Turn a library's error while reading ``part`` into one message naming it and the repair."""
+        try:
+            yield
+        except (OSError, ValueError, RuntimeError, duckdb.Error) as exc:  # what FAISS, bm25s, numpy, DuckDB raise
+            detail = " ".join(str(exc).split())[:200]
+            where = self.path / part
+            if where.is_dir():  # bm25s does not say which of its files failed: find it
+                where = _first_unreadable(where) or where
+            raise IndexCorruptError(f"{where} is truncated or damaged ({detail})",
+                                    hint=f"rebuild the index: `{rebuild_command(self.manifest, self.name)}`") from None
 
     def _dense(self, query: str, depth: int) -> tuple[list[int], list[float]]:
         vector = self._embedder.encode([query])[0]
@@ -124,13 +183,15 @@ class Index:
             raise ReagentError(f"k must be at least 1, got {k}")
         self._load()
         ranked = self._ranked(query, k, mode)
-        passages = self._store.by_rows([row for row, _ in ranked])
+        with self._reading(PASSAGES_FILE):
+            passages = self._store.by_rows([row for row, _ in ranked])
         return [Hit(passages[row], score, rank) for rank, (row, score) in enumerate(ranked, 1) if row in passages]
 
     def get(self, passage_id: str) -> Passage | None:
         """The passage with this id (``"Title#n"``), or None."""
         self._load()
-        return self._store.by_id(passage_id)
+        with self._reading(PASSAGES_FILE):
+            return self._store.by_id(passage_id)
 
     def close(self) -> None:
         """Release files and threads."""

@@ -9,14 +9,14 @@ opened as an index.
 from __future__ import annotations
 
 import json
-import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..config import Config
-from ..errors import IndexBuildError, IndexNotFoundError
+from ..errors import IndexBuildError, IndexCorruptError, IndexNotFoundError
+from ..locks import file_lock
 from ..paths import file_sha256
 
 MANIFEST = "manifest.json"
@@ -49,7 +49,7 @@ def folder_size(path: Path) -> int:
 
 
 def read_manifest(folder: Path) -> dict:
-    """The manifest of an index folder, or IndexNotFoundError naming what is wrong."""
+    """The manifest of an index folder; IndexNotFoundError when absent, IndexCorruptError when unreadable."""
     path = Path(folder) / MANIFEST
     if not path.is_file():
         raise IndexNotFoundError(
@@ -58,10 +58,12 @@ def read_manifest(folder: Path) -> dict:
         )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise IndexNotFoundError(f"the manifest {path} is unreadable ({exc})", hint="rebuild the index with --force") from None
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or bytes that are not UTF-8
+        raise IndexCorruptError(f"the manifest {path} is unreadable ({exc})",
+                                hint=f"rebuild the index: `{rebuild_command({}, Path(folder).name)}`") from None
     if not isinstance(manifest, dict):
-        raise IndexNotFoundError(f"the manifest {path} is not a JSON object", hint="rebuild the index with --force")
+        raise IndexCorruptError(f"the manifest {path} is not a JSON object",
+                                hint=f"rebuild the index: `{rebuild_command({}, Path(folder).name)}`")
     return manifest
 
 
@@ -76,8 +78,8 @@ def list_indexes(config: Config) -> list[dict]:
             continue
         try:
             manifest = read_manifest(folder)
-        except IndexNotFoundError:
-            continue
+        except (IndexNotFoundError, IndexCorruptError):
+            continue  # `index info NAME` says what is wrong with it
         out.append({**manifest, "name": folder.name, "path": str(folder), "size_bytes": folder_size(folder)})
     return out
 
@@ -105,7 +107,10 @@ def resolve_index(name_or_path: str | Path, config: Config) -> Path:
     if (folder / MANIFEST).is_file():
         return folder
     known = [m["name"] for m in list_indexes(config)]
-    if name in interrupted_builds(config):
+    if list(config.paths.indexes.glob(f".{name}.old-*")):
+        hint = ("a rebuild was killed while swapping the new index in: run the same `reagent index build ... "
+                f"--name {name}` again (it restores the old one or finishes the swap)")
+    elif name in interrupted_builds(config):
         hint = "its build was interrupted: run the same `reagent index build ... --name " + name + "` again to resume"
     elif known:
         hint = f"known indexes: {', '.join(known)}; or build it with `reagent index build SOURCE --name {name}`"
@@ -114,43 +119,28 @@ def resolve_index(name_or_path: str | Path, config: Config) -> Path:
     raise IndexNotFoundError(f"no index named {name!r} in {config.paths.indexes}", hint=hint)
 
 
+def lock_path(config: Config, name: str) -> Path:
+    """The lock file that serialises builds of index ``name``."""
+    return config.paths.indexes / f".{validate_name(name)}.lock"
+
+
 @contextmanager
-def build_lock(config: Config, name: str) -> Iterator[None]:
-    """Hold ``indexes/.NAME.lock`` so two processes never build the same index at once."""
-    path = config.paths.indexes / f".{name}.lock"
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _alive(pid):
-                raise IndexBuildError(
-                    f"another process (pid {pid}) is building index {name!r} right now",
-                    hint="wait for it to finish, or stop it and run the build again to resume",
-                ) from None
-            path.unlink(missing_ok=True)  # left by a process that died
-    else:
-        raise IndexBuildError(f"cannot take the build lock {path}", hint="remove the file if no build is running")
-    try:
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
+def build_lock(config: Config, name: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold ``indexes/.NAME.lock`` for a whole build: a second build of NAME waits for the first.
+
+    A flock, so the kernel frees it when its holder dies (even by SIGKILL). The file
+    stays behind on purpose: deleting a lock file others may be waiting on is a race.
+    """
+    with file_lock(lock_path(config, name), purpose=f"building index {name}", on_wait=on_wait):
         yield
-    finally:
-        path.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def rebuild_command(manifest: dict, name: str) -> str:
+    """The command that rebuilds an index from its recorded source, for repair hints."""
+    source = (manifest.get("source") or {}).get("path") or "SOURCE"
+    extra = f" --format {manifest['format']}" if manifest.get("format") else ""
+    extra += f" --limit {manifest['limit']}" if manifest.get("limit") else ""
+    return f"reagent index build {source} --name {name}{extra} --force"
 
 
 def _slug(text: str) -> str:

@@ -59,12 +59,12 @@ class SparseIndex:
         self._tokenizer.load_vocab(str(self.folder))
         self._tokenizer.load_stopwords(str(self.folder))
         self._empty_id = self._tokenizer.word_to_id.get("")
-        self._size = int(self._retriever.scores["num_docs"])
+        self.size = int(self._retriever.scores["num_docs"])
         self._lock = threading.Lock()  # the Snowball stemmer keeps state between calls
 
     def search(self, query: str, k: int) -> tuple[list[int], list[float]]:
         """Rows and BM25 scores of the best k passages that share a term with the query."""
-        k = min(k, self._size)
+        k = min(k, self.size)
         with self._lock:
             tokens = self._tokenizer.tokenize([query], update_vocab=False, show_progress=False)
         terms = [t for t in tokens[0] if t != self._empty_id]
