@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import BenchRunError
+from ..paths import is_disk_full
 
 RECORDS_FILE = "records.jsonl"
 Key = tuple[str, str]  # (method, question id)
@@ -66,6 +67,14 @@ def check_unique(records: Iterable[dict[str, Any]], path: Path) -> None:
         seen.add(key)
 
 
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class RecordStore:
     """Appends records durably to ``records.jsonl``; opened with the torn tail removed."""
 
@@ -75,27 +84,42 @@ class RecordStore:
         self.records, end = _parse(self.path, data)
         check_unique(self.records, self.path)
         self.dropped_torn_line = end < len(data)
-        self._handle = open(self.path, "ab")
+        created = not self.path.exists()
+        # O_APPEND: every write lands at the end, whatever another descriptor did
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if self.dropped_torn_line:
-            self._handle.truncate(end)
-            os.fsync(self._handle.fileno())
+            os.ftruncate(self._fd, end)
+            os.fsync(self._fd)
+        if created:
+            _fsync_dir(self.path.parent)  # the file's name is durable too, not only its bytes
         self.done: set[Key] = {record_key(r) for r in self.records}
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as a line and fsync it before returning."""
+        """Write one record as one complete line in one write, and fsync it before returning."""
         key = record_key(record)
         if key in self.done:
             raise BenchRunError(f"record for {key} already written", hint="this is a bug in the runner")
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._handle.write(line.encode("utf-8"))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        before = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, line)
+            while written < len(line):  # a short write (rare: a signal, a full disk) continues where it stopped
+                written += os.write(self._fd, line[written:])
+            os.fsync(self._fd)
+        except OSError as exc:
+            os.ftruncate(self._fd, before)  # no torn line left behind by this process
+            if is_disk_full(exc):
+                raise BenchRunError(f"disk full while writing {self.path}",
+                                    hint="free some space, then run again with --resume") from None
+            raise
         self.records.append(record)
         self.done.add(key)
 
     def close(self) -> None:
         """Close the file."""
-        self._handle.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __enter__(self) -> "RecordStore":
         return self

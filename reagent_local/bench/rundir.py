@@ -12,15 +12,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..config import Config
 from ..errors import BenchRunError
+from ..locks import file_lock
 from ..paths import file_sha256
 
 CONFIG_FILE = "config.json"
+LOCK_FILE = ".bench-run.lock"  # held by the one process writing into the folder
 FORMAT_VERSION = 1
 # Settings that must be equal to resume a run (dotted paths into config.json).
 MUST_MATCH = (
@@ -170,8 +173,25 @@ def prepare_folder(folder: Path, new: dict[str, Any], *, resume: bool) -> dict[s
             merged[key] = new.get(key)
         write_json(path, merged)
         return merged
-    if folder.exists() and any(folder.iterdir()):
+    if folder.exists() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise BenchRunError(f"{folder} exists and is not empty", hint="pass --out with a new or empty folder")
     folder.mkdir(parents=True, exist_ok=True)
     write_json(path, new)
     return new
+
+
+@contextmanager
+def run_lock(folder: Path) -> Iterator[None]:
+    """Hold the run folder for this process; another run into it fails at once, naming the holder.
+
+    Refusing rather than waiting: a benchmark run takes hours, and two into one folder
+    is a mistake to report, not a queue (a finished run is continued with --resume).
+    """
+    folder = Path(folder)
+
+    def refuse(holder: str) -> None:
+        raise BenchRunError(f"{folder} is in use: {holder} is running a benchmark into it",
+                            hint="wait for it to finish and then --resume, or pass --out with another folder")
+
+    with file_lock(folder / LOCK_FILE, purpose=f"bench run into {folder.name}", on_wait=refuse):
+        yield

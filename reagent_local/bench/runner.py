@@ -28,7 +28,7 @@ from .metrics import best_em_f1, support_scores
 from .records import RECORDS_FILE, RecordStore
 from .registry import DEFAULT_METHODS, build_method, check_methods
 from .report import write_report
-from .rundir import prepare_folder, run_config
+from .rundir import prepare_folder, run_config, run_lock
 from .sampling import sample_questions
 from .selection import IdList, IdsSource, as_id_list, filter_questions, selection_config, selection_slug
 
@@ -280,16 +280,20 @@ def run_benchmark(
     fresh = run_config(dataset=dataset, file=file, seed=seed, n=n, methods=methods, model=model,
                        config=config, index=index_name, question_ids=[q.id for q in sample],
                        selection=selection_config(wanted, unwanted), prebuilt_index=prebuilt)
-    prepare_folder(out, fresh, resume=resume)
-    ctx = MethodContext(config, llm, retriever=retriever, open_retriever=open_retriever, log_path=out / EVENTS_FILE)
-    store = RecordStore(out / RECORDS_FILE)
-    resumed = len(store.records)
     try:
-        _answer_all(sample, methods, ctx, store, console)
+        with run_lock(out):
+            prepare_folder(out, fresh, resume=resume)
+            ctx = MethodContext(config, llm, retriever=retriever, open_retriever=open_retriever,
+                                log_path=out / EVENTS_FILE)
+            store = RecordStore(out / RECORDS_FILE)
+            resumed = len(store.records)
+            try:
+                _answer_all(sample, methods, ctx, store, console)
+            finally:
+                store.close()
+                ctx.close()
+            summary = write_report(out)
     finally:
-        store.close()
-        ctx.close()
         if owns_llm and hasattr(llm, "close"):
             llm.close()
-    summary = write_report(out)
     return RunOutcome(out, summary, len(store.records) - resumed, resumed, store.dropped_torn_line)
