@@ -81,8 +81,24 @@ class Pipeline:
         team = build_team(self.config, calls, workspace, rules, self.retriever, self.kg)
         # the channel checks concurrent asserts with rules only; LLM judging is the verifier's job
         channel = Channel(workspace, ConflictChecker())
-        return QuestionRun(text, team=team, workspace=workspace, channel=channel, calls=calls,
-                           settings=settings).execute()
+        run = QuestionRun(text, team=team, workspace=workspace, channel=channel, calls=calls, settings=settings)
+        try:
+            return run.execute()
+        except KeyboardInterrupt:
+            _close_unfinished(workspace, "interrupted", "stopped by the user (Ctrl-C)")
+            raise
+        except Exception as exc:  # a model that fails to load, a broken index, ...: the run says why it ended
+            _close_unfinished(workspace, "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            raise
+
+
+def _close_unfinished(workspace: Workspace, status: str, error: str) -> None:
+    """Close a run that raised, unless it was already closed; never hide the original error."""
+    try:
+        if workspace.log.get_run(workspace.run_id)["status"] == "running":
+            workspace.log.finish_run(workspace.run_id, None, status, {}, error=error)
+    except Exception:  # noqa: BLE001 - the log itself may be what failed; the caller sees the first error
+        pass
 
 
 def _config_dict(config: Config) -> dict:

@@ -3,7 +3,7 @@
 
 import pytest
 
-from reagent_local.errors import QuestionError
+from reagent_local.errors import ModelIntegrityError, QuestionError
 from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM
@@ -459,3 +459,15 @@ def test_an_either_or_chain_with_sure_facts_is_trusted_even_when_the_model_chose
     assert len(llm.requests_for("SubAnswer")) == 2  # no second road: the chain chose between the named options
     (signal,) = [e.payload for e in log.events(answer.run_id) if e.type == "signal"]
     assert "trusted" in signal["detail"] and "the model chose it" in signal["detail"]
+
+
+class _ModelThatWillNotLoad(ScriptedLLM):
+    def generate_json(self, *args, **kwargs):
+        raise ModelIntegrityError("models/broken.gguf is not a GGUF file", hint="delete it and pull again")
+
+
+def test_a_run_whose_model_fails_to_load_is_closed_as_failed(index, log):
+    with pytest.raises(ModelIntegrityError):
+        pipeline(_ModelThatWillNotLoad(), index, log).ask("Who directed Actrius?")
+    run = log.runs(last=1)[0]
+    assert run["status"] == "failed" and "not a GGUF file" in run["error"]

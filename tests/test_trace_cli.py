@@ -144,3 +144,22 @@ def test_inspection_works_while_another_process_writes(logged, capsys, tmp_path,
     assert child.returncode == 0
     code, out, _ = run_cli(capsys, "list", "--json", "--log", str(path))
     assert json.loads(out)[0]["status"] == "ok"
+
+
+def test_a_killed_run_is_listed_as_interrupted_with_how_far_it_got(logged, capsys, tmp_path, monkeypatch):
+    path = tmp_path / "killed.duckdb"
+    path.write_bytes(logged[0].read_bytes())
+    monkeypatch.setenv("COLUMNS", "160")
+    child = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    run_id = child.stdout.readline().strip()
+    child.kill()  # SIGKILL: no chance to close the run
+    child.wait(timeout=30)
+    code, out, _ = run_cli(capsys, "list", "--json", "--log", str(path))
+    row = json.loads(out)[0]
+    assert code == 0 and row["run_id"] == run_id and row["status"] == "interrupted"
+    assert row["events"] >= 1 and row["last_event"] == "verifier assert" and "process ended" in row["error"]
+    code, out, _ = run_cli(capsys, "list", "--log", str(path))
+    assert "interrupted" in out.splitlines()[1] and " running " not in out
+    code, out, _ = run_cli(capsys, "show", run_id, "--log", str(path))
+    assert code == 0 and "interrupted (2 events, last: verifier assert)" in out and "half-way -> yes" in out

@@ -1,25 +1,30 @@
 """The DuckDB event log: runs, append-only events, checkpoints, LLM calls and answers.
 
-DuckDB lets one process write a database file, and while it does, no other process
-can open the file at all, not even read-only (measured with duckdb 2.0.1). So:
+Many processes share one log (asks in several terminals, a benchmark, a notebook,
+trace readers). DuckDB lets one process write a database file, and while it does no
+other process can open the file at all, not even read-only (measured with duckdb
+2.0.1). So no process keeps the file open:
 
-- a writer keeps one connection for its lifetime; a lock serialises its writers
-  (threads, and other EventLog objects on the same file in this process); every
-  append is its own committed transaction, so a killed process loses nothing
+- every process reaches the file through one ``_SharedFile`` per path: a flock on
+  ``LOG.lock`` (exclusive to write, shared to read) and a DuckDB connection opened
+  under it. The connection is closed, and the lock released, once the file has been
+  idle for ``HOLD_SECONDS``: a burst of events shares one open, and the file is free
+  between bursts (a run spends its time in LLM calls, not in the log);
+- a process that finds the file held waits on the flock (the kernel queues it and
+  frees the lock of a killed holder), up to ``WAIT_SECONDS``; a program that ignores
+  the lock (a DuckDB shell on the file) is retried with a bounded back-off;
+- every append is its own committed transaction, so a killed process loses nothing
   that an append had returned;
-- a reader (``read_only=True``) opens the file directly when no writer holds it;
-  when one does, it copies the file and its write-ahead log into a temporary folder
-  and reads the copy: a consistent snapshot as of the copy (DuckDB replays the
-  copied WAL like after a crash; a torn last record is dropped);
-- a writer that finds the file held (by a reader that is still open) retries for a
-  few seconds, then raises LogError.
+- a run records its process (pid, host, process start) and a heartbeat: a run whose
+  process is gone is shown, and marked by the next writer, as ``interrupted``.
+See docs/core.md for the measured cost per event, alone and with 4 writers.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
-import shutil
-import tempfile
+import os
 import threading
 import time as _time
 import uuid
@@ -31,6 +36,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import duckdb
 
 from ..errors import LogError, RunNotFoundError
+from ..locks import FileLock, LockTimeout
+from . import liveness
 
 # Numbered migrations: entry i brings the schema from version i to i + 1. Append only.
 MIGRATIONS: list[tuple[str, list[str]]] = [
@@ -51,21 +58,31 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         """CREATE TABLE answers (run_id VARCHAR PRIMARY KEY, answer VARCHAR, uncertain BOOLEAN NOT NULL,
            payload JSON NOT NULL)""",
     ]),
+    ("runs: the process that runs them (pid, host, start), heartbeat, error", [
+        "ALTER TABLE runs ADD COLUMN pid INTEGER",
+        "ALTER TABLE runs ADD COLUMN host VARCHAR",
+        "ALTER TABLE runs ADD COLUMN proc_start BIGINT",
+        "ALTER TABLE runs ADD COLUMN heartbeat_at DOUBLE",
+        "ALTER TABLE runs ADD COLUMN error VARCHAR",
+    ]),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-WRITER_WAIT_SECONDS = 5.0
+WAIT_SECONDS = 120.0  # how long a process waits for another to release the file before a LogError
+HOLD_SECONDS = 0.2  # a connection idle this long is closed and the file released to other processes
+MAX_HOLD_SECONDS = 1.0  # a connection open this long is closed after its current use, so waiters get a turn
+HEARTBEAT_SECONDS = 5.0  # a run's heartbeat is refreshed by its appends at most this often
 # A reader during a run replays the copied write-ahead log; keeping it small keeps that fast
 # (measured: ~150 ms to open with a 1.8 MB WAL at DuckDB's default 16 MB threshold, ~60 ms at 1 MB).
 WAL_CHECKPOINT_THRESHOLD = "1MB"
 
-_PATH_LOCKS: dict[str, threading.RLock] = {}
-_PATH_LOCKS_GUARD = threading.Lock()
+_SHARED_FILES: dict[str, "_SharedFile"] = {}
+_SHARED_FILES_GUARD = threading.Lock()
 _EVENT_COLUMNS = "seq, run_id, time, wall_time, agent, type, payload, parent_seq"
 _INSERT_EVENT = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (nextval('event_seq'), ?, ?, ?, ?, ?, ?, ?) RETURNING seq"
 _LLM_COLUMNS = ("id, run_id, seq, agent, model, prompt, output, prompt_tokens, completion_tokens, seconds, "
                 "wall_time")
 _RUN_KEYS = ("run_id", "question", "config", "status", "started_at", "finished_at", "stats", "answer", "uncertain",
-             "answer_payload", "events")
+             "answer_payload", "events", "pid", "host", "proc_start", "heartbeat_at", "error", "last_event")
 
 
 @dataclass(frozen=True)
@@ -94,33 +111,6 @@ class Checkpoint:
     snapshot: dict[str, Any]
 
 
-def _path_lock(path: Path) -> threading.RLock:
-    with _PATH_LOCKS_GUARD:
-        return _PATH_LOCKS.setdefault(str(path), threading.RLock())
-
-
-def _stamp(path: Path) -> tuple:
-    st = path.stat()
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _copy_for_reading(path: Path, folder: Path, attempts: int = 20) -> Path:
-    """Copy the database and its WAL; retry when the database changed during the copy (a checkpoint)."""
-    target, wal = folder / path.name, path.with_name(path.name + ".wal")
-    for _ in range(attempts):
-        before = _stamp(path)
-        shutil.copyfile(path, target)
-        try:
-            shutil.copyfile(wal, folder / wal.name)
-        except FileNotFoundError:
-            (folder / wal.name).unlink(missing_ok=True)
-        if _stamp(path) == before:
-            return target
-        _time.sleep(0.05)
-    raise LogError(f"could not take a stable copy of {path}: the writer keeps checkpointing",
-                   hint="retry, or wait for the run to finish")
-
-
 def _is_lock_error(exc: Exception) -> bool:
     return "lock" in str(exc).lower()
 
@@ -134,7 +124,165 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         if "not a valid DuckDB database" in text:
             raise LogError(f"{path} is not a DuckDB database",
                            hint="point paths.log_path at a reagent log file or a new path") from None
+        if not read_only and not os.access(path.parent, os.W_OK):
+            raise LogError(f"cannot write the log {path}: its folder is read-only",
+                           hint="make REAGENT_HOME writable, or point paths.log_path at a writable place") from None
         raise
+
+
+class _SharedFile:
+    """This process's access to one log file: one flock descriptor, at most one connection.
+
+    ``session`` hands out the connection (opening it, under the lock, when needed);
+    a timer closes it once idle for HOLD_SECONDS, which releases the file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = FileLock(path.with_name(path.name + ".lock"), purpose="writing the reagent log")
+        # the turnstile: whoever waits for the file holds it, so neither a stream of readers nor a
+        # busy writer re-entering at once can starve a waiter (flock alone is not fair)
+        self.turnstile = FileLock(path.with_name(path.name + ".queue"), purpose="waiting for the reagent log")
+        self.opened_at = 0.0
+        self.depth = 0  # sessions open in this process (they nest: a transaction's queries)
+        self.mutex = threading.RLock()  # serialises this process's threads and EventLog objects
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.writable = False
+        self.last_used = 0.0
+        self._timer: threading.Timer | None = None
+
+    @classmethod
+    def of(cls, path: Path) -> "_SharedFile":
+        with _SHARED_FILES_GUARD:
+            key = str(path.resolve())
+            if key not in _SHARED_FILES:
+                _SHARED_FILES[key] = cls(path)
+            return _SHARED_FILES[key]
+
+    @contextmanager
+    def session(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self.mutex:
+            if self.con is not None and write and not self.writable:
+                self.release()
+            if self.con is None:
+                self._open(write)
+            self.depth += 1
+            try:
+                yield self.con
+            finally:
+                self.depth -= 1
+                self.last_used = _time.monotonic()
+                if self.depth == 0 and self.last_used - self.opened_at > MAX_HOLD_SECONDS:
+                    self.release()
+                elif self._timer is None:
+                    self._schedule(HOLD_SECONDS)
+
+    def _open(self, write: bool) -> None:
+        if write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.is_file():
+            raise LogError(f"no log at {self.path}",
+                           hint="run `reagent ask ...` first, or point paths.log_path at an existing log")
+        deadline = _time.monotonic() + WAIT_SECONDS
+        try:
+            self.turnstile.acquire(timeout=WAIT_SECONDS, max_poll=0.02)
+            try:
+                self.lock.acquire(shared=not write, timeout=max(deadline - _time.monotonic(), 0.0), max_poll=0.02)
+            finally:
+                self.turnstile.release()
+        except LockTimeout as exc:
+            raise LogError(f"the log {self.path} is busy: {exc.message}", hint=exc.hint) from None
+        except PermissionError:
+            raise LogError(f"cannot use the log {self.path}: its folder is not writable",
+                           hint="make REAGENT_HOME writable, or point paths.log_path at a writable place") from None
+        delay = 0.01
+        try:
+            while True:
+                try:
+                    self.con = _connect(self.path, read_only=not write)
+                    break
+                except (duckdb.IOException, duckdb.ConnectionException) as exc:
+                    # held by a program that ignores our lock (a DuckDB shell on the file)
+                    if not _is_lock_error(exc):
+                        raise LogError(f"cannot open the log {self.path}: {exc}") from None
+                    if _time.monotonic() > deadline:
+                        raise LogError(f"the log {self.path} is held by another program ({exc})",
+                                       hint="close the program that has it open") from None
+                    _time.sleep(delay)
+                    delay = min(delay * 2, 0.5)
+            if write:
+                self.con.execute(f"SET checkpoint_threshold = '{WAL_CHECKPOINT_THRESHOLD}'")
+            self.opened_at = _time.monotonic()
+        except BaseException:
+            self.con = None
+            self.lock.release()
+            raise
+        self.writable = write
+
+    def _schedule(self, delay: float) -> None:
+        self._timer = threading.Timer(delay, self._release_if_idle)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _release_if_idle(self) -> None:
+        with self.mutex:
+            self._timer = None
+            if self.con is None:
+                return
+            idle = _time.monotonic() - self.last_used
+            if idle < HOLD_SECONDS:
+                self._schedule(HOLD_SECONDS - idle)
+            else:
+                self.release()
+
+    def release(self) -> None:
+        """Close the connection (DuckDB checkpoints a writer's WAL into the file) and free the lock."""
+        with self.mutex:
+            if self.con is not None:
+                try:
+                    self.con.close()
+                finally:
+                    self.con = None
+                    self.lock.release()
+
+
+def _forget_in_child() -> None:
+    # a forked child must not touch its parent's connections or flocks (an unlock on an
+    # inherited descriptor would free the parent's lock): it starts with none
+    global _SHARED_FILES_GUARD
+    _SHARED_FILES.clear()
+    _SHARED_FILES_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+@atexit.register
+def _release_all() -> None:
+    for shared in list(_SHARED_FILES.values()):
+        try:
+            shared.release()
+        except Exception:  # noqa: BLE001 - best effort at exit; every append was already committed
+            pass
+
+
+class _PrivateDatabase:
+    """An in-memory database for tests and throwaway runs: one connection for its life."""
+
+    def __init__(self) -> None:
+        self.mutex = threading.RLock()
+        self.con: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:")
+
+    @contextmanager
+    def session(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self.mutex:
+            yield self.con
+
+    def release(self) -> None:
+        with self.mutex:
+            if self.con is not None:
+                self.con.close()
+                self.con = None
 
 
 class EventLog:
@@ -145,60 +293,30 @@ class EventLog:
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self.in_memory = str(path) == ":memory:"
-        self.is_snapshot_copy = False
-        self._tmp: Path | None = None
-        if self.in_memory:  # a private database for tests and throwaway runs
+        self._closed = False
+        self._heartbeats: dict[str, float] = {}  # run id -> when this object last refreshed its heartbeat
+        if self.in_memory:
             if read_only:
                 raise LogError("an in-memory log cannot be opened read-only", hint="give a file path")
-            self._lock, self._con = threading.RLock(), duckdb.connect(":memory:")
+            self._file: _SharedFile | _PrivateDatabase = _PrivateDatabase()
         else:
-            self._lock = _path_lock(self.path.resolve())
-            self._con = self._open_reader() if read_only else self._open_writer()
+            self._file = _SharedFile.of(self.path)
         self.schema_version = self._check_schema()
 
-    # -- opening -----------------------------------------------------------
-    def _open_writer(self) -> duckdb.DuckDBPyConnection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = _time.monotonic() + WRITER_WAIT_SECONDS
-        while True:
-            try:
-                con = _connect(self.path, read_only=False)
-                con.execute(f"SET checkpoint_threshold = '{WAL_CHECKPOINT_THRESHOLD}'")
-                return con
-            except duckdb.IOException as exc:
-                if not _is_lock_error(exc):
-                    raise LogError(f"cannot open the log {self.path}: {exc}") from None
-                if _time.monotonic() > deadline:
-                    raise LogError(f"the log {self.path} is in use by another process ({exc})",
-                                   hint="wait for that run to finish, or give this run another log path "
-                                        "(paths.log_path)") from None
-                _time.sleep(0.1)
-
-    def _open_reader(self) -> duckdb.DuckDBPyConnection:
-        if not self.path.is_file():
-            raise LogError(f"no log at {self.path}",
-                           hint="run `reagent ask ...` first, or point paths.log_path at an existing log")
-        try:
-            return _connect(self.path, read_only=True)
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
-            # held by a writer in another process (lock) or in this one (different configuration)
-            if not (_is_lock_error(exc) or "different configuration" in str(exc)):
-                raise LogError(f"cannot open the log {self.path}: {exc}") from None
-        self._tmp = Path(tempfile.mkdtemp(prefix="reagent-log-"))
-        self.is_snapshot_copy = True
-        try:
-            return _connect(_copy_for_reading(self.path, self._tmp), read_only=True)
-        except BaseException:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            raise
+    @contextmanager
+    def _session(self, write: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self._closed:
+            raise LogError(f"the log {self.path} is closed", hint="open a new EventLog")
+        with self._file.session(write and not self.read_only) as con:
+            yield con
 
     def _check_schema(self) -> int:
-        with self._lock:
-            has_table = self._con.execute(
+        with self._session(write=not self.read_only) as con:
+            has_table = con.execute(
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'").fetchone()[0]
             latest, version = len(MIGRATIONS), 0
             if has_table:
-                version = self._con.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
+                version = con.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
             if version > latest:
                 raise LogError(f"the log {self.path} has schema version {version}, newer than this reagent ({latest})",
                                hint="upgrade reagent-local, or use another log path")
@@ -206,24 +324,23 @@ class EventLog:
                 if self.read_only:
                     raise LogError(f"the log {self.path} has schema version {version}; this reagent needs {latest}",
                                    hint="open it once for writing (any `reagent ask`) to migrate it")
-                self._migrate(version)
+                self._migrate(con, version)
             return latest
 
-    def _migrate(self, version: int) -> None:
-        self._con.execute("CREATE TABLE IF NOT EXISTS schema_version "
-                          "(version INTEGER PRIMARY KEY, description VARCHAR, applied_at DOUBLE)")
+    def _migrate(self, con: duckdb.DuckDBPyConnection, version: int) -> None:
+        con.execute("CREATE TABLE IF NOT EXISTS schema_version "
+                    "(version INTEGER PRIMARY KEY, description VARCHAR, applied_at DOUBLE)")
         for number, (description, statements) in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self._transaction() as con:
+            with self._transaction() as tx:
                 for sql in statements:
-                    con.execute(sql)
-                con.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
-                            [number, description, _time.time()])
+                    tx.execute(sql)
+                tx.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                           [number, description, _time.time()])
 
     @contextmanager
     def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """BEGIN ... COMMIT under the writer lock; ROLLBACK (SQL, not a logical rollback) on error."""
-        with self._lock:
-            con = self._connection()
+        """BEGIN ... COMMIT on the writer's connection; ROLLBACK (SQL, not a logical rollback) on error."""
+        with self._session(write=True) as con:
             con.execute("BEGIN TRANSACTION")
             try:
                 yield con
@@ -232,15 +349,10 @@ class EventLog:
                 raise
             con.execute("COMMIT")
 
-    def _connection(self) -> duckdb.DuckDBPyConnection:
-        if self._con is None:
-            raise LogError(f"the log {self.path} is closed", hint="open a new EventLog")
-        return self._con
-
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        """Run one statement (its own committed transaction) and fetch its rows, under the lock."""
-        with self._lock:
-            return self._connection().execute(sql, list(args)).fetchall()
+    def _query(self, sql: str, args: Sequence[Any] = (), write: bool = False) -> list[tuple]:
+        """Run one statement (its own committed transaction) and fetch its rows."""
+        with self._session(write) as con:
+            return con.execute(sql, list(args)).fetchall()
 
     def _writable(self) -> None:
         if self.read_only:
@@ -249,22 +361,42 @@ class EventLog:
 
     # -- writing -------------------------------------------------------------
     def start_run(self, question: str, config: Mapping[str, Any], run_id: str | None = None) -> str:
-        """Create a run (status 'running') and return its id."""
+        """Create a run (status 'running', with this process and a heartbeat) and return its id."""
         self._writable()
         run_id = run_id or _time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        me, now = liveness.this_process(), _time.time()
         with self._transaction() as con:
             if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]:
                 raise LogError(f"run {run_id} already exists in {self.path}", hint="omit run_id to get a fresh one")
-            con.execute("INSERT INTO runs (run_id, question, config, status, started_at) VALUES (?, ?, ?, 'running', ?)",
-                        [run_id, question, json.dumps(dict(config), default=str), _time.time()])
+            self._mark_interrupted(con, now)
+            con.execute("INSERT INTO runs (run_id, question, config, status, started_at, pid, host, proc_start, "
+                        "heartbeat_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                        [run_id, question, json.dumps(dict(config), default=str), now, me["pid"], me["host"],
+                         me["proc_start"], now])
+        self._heartbeats[run_id] = now
         return run_id
+
+    @staticmethod
+    def _mark_interrupted(con: duckdb.DuckDBPyConnection, now: float) -> None:
+        """Close, as 'interrupted', the runs whose process is gone (killed, crashed) without closing them."""
+        rows = con.execute("SELECT run_id, pid, host, proc_start, heartbeat_at FROM runs "
+                           "WHERE status = 'running'").fetchall()
+        for run_id, pid, host, proc_start, heartbeat in rows:
+            if liveness.is_gone(pid, host, proc_start, heartbeat, now):
+                con.execute("UPDATE runs SET status = 'interrupted', finished_at = ?, "
+                            "error = 'its process ended before the run finished' WHERE run_id = ?",
+                            [heartbeat, run_id])
 
     def append(self, run_id: str, type: str, *, agent: str, payload: Mapping[str, Any], time: int,
                parent_seq: int | None = None) -> Event:
         """Append one event and commit it; returns it with its sequence number."""
         self._writable()
         wall, body = _time.time(), json.dumps(payload, ensure_ascii=False)
-        seq = self._query(_INSERT_EVENT, [run_id, time, wall, agent, type, body, parent_seq])[0][0]
+        with self._session(write=True) as con:
+            seq = con.execute(_INSERT_EVENT, [run_id, time, wall, agent, type, body, parent_seq]).fetchone()[0]
+            if wall - self._heartbeats.get(run_id, 0.0) > HEARTBEAT_SECONDS:
+                con.execute("UPDATE runs SET heartbeat_at = ? WHERE run_id = ?", [wall, run_id])
+                self._heartbeats[run_id] = wall
         # the payload as a reader will see it (tuples become lists), so live and replayed events are equal
         return Event(seq, run_id, time, wall, agent, type, json.loads(body), parent_seq)
 
@@ -292,20 +424,20 @@ class EventLog:
             f"INSERT INTO llm_calls ({_LLM_COLUMNS}) VALUES (nextval('llm_call_id'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "RETURNING id",
             [run_id, seq, agent, model, json.dumps(prompt, ensure_ascii=False), output, prompt_tokens,
-             completion_tokens, seconds, _time.time()])[0][0]
+             completion_tokens, seconds, _time.time()], write=True)[0][0]
 
     def finish_run(self, run_id: str, answer: str | None, status: str, stats: Mapping[str, Any], *,
-                   uncertain: bool = False, payload: Mapping[str, Any] | None = None) -> None:
-        """Close a run: its status and stats, and its answer row."""
+                   uncertain: bool = False, payload: Mapping[str, Any] | None = None,
+                   error: str | None = None) -> None:
+        """Close a run: its status, stats and error (if it failed), and its answer row."""
         self._writable()
         self.get_run(run_id)
         with self._transaction() as con:
-            con.execute("UPDATE runs SET status = ?, finished_at = ?, stats = ? WHERE run_id = ?",
-                        [status, _time.time(), json.dumps(dict(stats), default=str), run_id])
+            con.execute("UPDATE runs SET status = ?, finished_at = ?, stats = ?, error = ? WHERE run_id = ?",
+                        [status, _time.time(), json.dumps(dict(stats), default=str), error, run_id])
             con.execute("INSERT OR REPLACE INTO answers (run_id, answer, uncertain, payload) VALUES (?, ?, ?, ?)",
                         [run_id, answer, uncertain, json.dumps(dict(payload or {}), default=str)])
-        if not self.in_memory:
-            self._query("CHECKPOINT")  # fold the WAL into the file, so a reader has no WAL to replay
+        self._heartbeats.pop(run_id, None)
 
     # -- reading -------------------------------------------------------------
     def events(self, run_id: str, *, types: Iterable[str] | None = None) -> list[Event]:
@@ -346,26 +478,30 @@ class EventLog:
     def _run_rows(self, tail: str, args: list) -> list[dict[str, Any]]:
         rows = self._query(
             "SELECT r.run_id, r.question, r.config, r.status, r.started_at, r.finished_at, r.stats, a.answer, "
-            "a.uncertain, a.payload, (SELECT count(*) FROM events e WHERE e.run_id = r.run_id) "
+            "a.uncertain, a.payload, (SELECT count(*) FROM events e WHERE e.run_id = r.run_id), "
+            "r.pid, r.host, r.proc_start, r.heartbeat_at, r.error, "
+            "(SELECT e.agent || ' ' || e.type FROM events e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1) "
             "FROM runs r LEFT JOIN answers a USING (run_id) " + tail, args)
-        out = [dict(zip(_RUN_KEYS, r)) for r in rows]
+        out, now = [dict(zip(_RUN_KEYS, r)) for r in rows], _time.time()
         for row in out:
             for key in ("config", "stats", "answer_payload"):
                 row[key] = json.loads(row[key]) if row[key] is not None else None
+            # a run whose process is gone is interrupted, whether or not a writer has marked it yet
+            if row["status"] == "running" and liveness.is_gone(row["pid"], row["host"], row["proc_start"],
+                                                               row["heartbeat_at"], now):
+                row["status"] = "interrupted"
+                row["error"] = "its process ended before the run finished"
+                row["finished_at"] = row["finished_at"] or row["heartbeat_at"]
         return out
 
     # -- closing -------------------------------------------------------------
     def close(self) -> None:
-        """Close the connection (a writer checkpoints first); removes a reader's temporary copy."""
-        with self._lock:
-            if self._con is not None:
-                if not self.read_only and not self.in_memory:
-                    self._con.execute("CHECKPOINT")
-                self._con.close()
-                self._con = None
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        """Stop using the log. The file itself is released once idle (see _SharedFile); an in-memory log is freed."""
+        if not self._closed and isinstance(self._file, _PrivateDatabase):
+            self._file.release()
+        elif not self._closed and not self.read_only:
+            self._file.release()  # checkpoint now: the log is complete on disk when close returns
+        self._closed = True
 
     def __enter__(self) -> "EventLog":
         return self

@@ -34,6 +34,13 @@ class RunSummary:
     backtracks_local: int | None
     backtracks_global: int | None
     events: int
+    error: str | None = None  # why a failed or interrupted run ended
+    last_event: str | None = None  # "agent type" of its last event: how far it got
+
+    @property
+    def progress(self) -> str:
+        """How far a run got, e.g. "12 events, last: verifier message"."""
+        return f"{self.events} events" + (f", last: {self.last_event}" if self.last_event else "")
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "RunSummary":
@@ -46,7 +53,8 @@ class RunSummary:
         return cls(run_id=row["run_id"], question=row["question"], status=row["status"], answer=row.get("answer"),
                    uncertain=row.get("uncertain"), started_at=row["started_at"], finished_at=row.get("finished_at"),
                    seconds=seconds, llm_calls=stats.get("llm_calls"), backtracks_local=backtracks.get("local"),
-                   backtracks_global=backtracks.get("global"), events=int(row.get("events") or 0))
+                   backtracks_global=backtracks.get("global"), events=int(row.get("events") or 0),
+                   error=row.get("error"), last_event=row.get("last_event"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

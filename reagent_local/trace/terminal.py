@@ -26,6 +26,14 @@ GLYPH = {"checkpoint": ("◆", "bold cyan"), "rollback_local": ("↶", "bold yel
 HIDDEN = {"round"}  # a round's effects are shown as the events that follow it
 
 
+_STATUS_STYLE = {"ok": "green", "running": "cyan", "interrupted": "red", "failed": "red"}
+
+
+def _unfinished(r: RunSummary) -> str:
+    """The answer cell of a run without an answer: how far it got."""
+    return f"- ({r.progress})" if r.status in ("running", "interrupted", "failed") else "-"
+
+
 def runs_table(runs: list[RunSummary]) -> Table:
     """The `trace list` table."""
     table = Table(box=None, header_style="bold", pad_edge=False, expand=True)  # ratio columns need expand
@@ -35,13 +43,13 @@ def runs_table(runs: list[RunSummary]) -> Table:
                      ("answer", {"overflow": "ellipsis", "no_wrap": True, "ratio": 1, "min_width": 8})):
         table.add_column(name, **kw)
     for r in runs:
-        status = Text(r.status, style="green" if r.status == "ok" else "yellow")
+        status = Text(r.status, style=_STATUS_STYLE.get(r.status, "yellow"))
         if r.uncertain:
             status.append("?", style="yellow")
         back = "-" if r.backtracks_local is None else f"{r.backtracks_local}/{r.backtracks_global}"
         table.add_row(r.run_id, status, "-" if r.seconds is None else f"{r.seconds:.1f}",
                       "-" if r.llm_calls is None else str(r.llm_calls), back, Text(clean(r.question)),
-                      Text(clean(r.answer) if r.answer is not None else "-"))
+                      Text(clean(r.answer) if r.answer is not None else _unfinished(r)))
     return table
 
 
@@ -49,7 +57,11 @@ def _header(trace: Trace) -> Text:
     r, s = trace.run, trace.stats
     text = Text()
     text.append("run ", style="dim").append(r.run_id, style="bold").append("  ")
-    text.append(r.status, style="green" if r.status == "ok" else "yellow")
+    text.append(r.status, style=_STATUS_STYLE.get(r.status, "yellow"))
+    if r.status in ("interrupted", "failed", "running"):
+        text.append(f" ({r.progress})", style="dim")
+    if r.error:
+        text.append(f"  {clean(r.error)}", style="red")
     if r.seconds is not None:
         text.append(f"  {r.seconds:.1f} s")
     if r.llm_calls is not None:
