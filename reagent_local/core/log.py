@@ -23,6 +23,7 @@ See docs/core.md for the measured cost per event, alone and with 4 writers.
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
 import threading
@@ -37,6 +38,7 @@ import duckdb
 
 from ..errors import LogError, RunNotFoundError
 from ..locks import FileLock, LockTimeout
+from ..paths import is_disk_full
 from . import liveness
 
 # Numbered migrations: entry i brings the schema from version i to i + 1. Append only.
@@ -145,6 +147,7 @@ class _SharedFile:
         self.turnstile = FileLock(path.with_name(path.name + ".queue"), purpose="waiting for the reagent log")
         self.opened_at = 0.0
         self.depth = 0  # sessions open in this process (they nest: a transaction's queries)
+        self.users = 0  # open EventLog objects on this file in this process
         self.mutex = threading.RLock()  # serialises this process's threads and EventLog objects
         self.con: duckdb.DuckDBPyConnection | None = None
         self.writable = False
@@ -192,9 +195,13 @@ class _SharedFile:
                 self.turnstile.release()
         except LockTimeout as exc:
             raise LogError(f"the log {self.path} is busy: {exc.message}", hint=exc.hint) from None
-        except PermissionError:
-            raise LogError(f"cannot use the log {self.path}: its folder is not writable",
-                           hint="make REAGENT_HOME writable, or point paths.log_path at a writable place") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            if write:
+                raise LogError(f"cannot write the log {self.path}: its folder is not writable ({exc.strerror})",
+                               hint="make REAGENT_HOME writable, or point paths.log_path at a writable place") from None
+            # a read-only folder: nobody can write this log, so a reader needs no lock
         delay = 0.01
         try:
             while True:
@@ -234,6 +241,15 @@ class _SharedFile:
                 self._schedule(HOLD_SECONDS - idle)
             else:
                 self.release()
+
+    def detach(self) -> None:
+        """One EventLog stopped using the file; the last one also closes the lock files."""
+        with self.mutex:
+            self.users = max(self.users - 1, 0)
+            self.release()
+            if self.users == 0:
+                self.lock.close()
+                self.turnstile.close()
 
     def release(self) -> None:
         """Close the connection (DuckDB checkpoints a writer's WAL into the file) and free the lock."""
@@ -301,14 +317,28 @@ class EventLog:
             self._file: _SharedFile | _PrivateDatabase = _PrivateDatabase()
         else:
             self._file = _SharedFile.of(self.path)
-        self.schema_version = self._check_schema()
+            with self._file.mutex:
+                self._file.users += 1
+        try:
+            self.schema_version = self._check_schema()
+        except BaseException:
+            self.close()
+            raise
 
     @contextmanager
     def _session(self, write: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         if self._closed:
             raise LogError(f"the log {self.path} is closed", hint="open a new EventLog")
-        with self._file.session(write and not self.read_only) as con:
-            yield con
+        try:
+            with self._file.session(write and not self.read_only) as con:
+                yield con
+        except (duckdb.Error, OSError) as exc:
+            if not is_disk_full(exc):
+                raise
+            self._file.release()  # a connection whose write failed is not reused
+            raise LogError(f"the disk holding the log {self.path} is full; the last event was not written",
+                           hint="free some space, then ask again (or rerun with --resume); "
+                                "every event written before is intact") from None
 
     def _check_schema(self) -> int:
         with self._session(write=not self.read_only) as con:
@@ -496,11 +526,12 @@ class EventLog:
 
     # -- closing -------------------------------------------------------------
     def close(self) -> None:
-        """Stop using the log. The file itself is released once idle (see _SharedFile); an in-memory log is freed."""
-        if not self._closed and isinstance(self._file, _PrivateDatabase):
-            self._file.release()
-        elif not self._closed and not self.read_only:
-            self._file.release()  # checkpoint now: the log is complete on disk when close returns
+        """Stop using the log; the file is complete on disk when close returns (a writer checkpoints)."""
+        if not self._closed:
+            if isinstance(self._file, _PrivateDatabase):
+                self._file.release()
+            else:
+                self._file.detach()
         self._closed = True
 
     def __enter__(self) -> "EventLog":
