@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 from ..config import Config
 from ..errors import BenchRunError
 from ..locks import file_lock
-from ..paths import file_sha256
+from ..paths import file_sha256, unwritable_reason
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".bench-run.lock"  # held by the one process writing into the folder
@@ -188,6 +188,10 @@ def run_lock(folder: Path) -> Iterator[None]:
     is a mistake to report, not a queue (a finished run is continued with --resume).
     """
     folder = Path(folder)
+    reason = unwritable_reason(folder)  # a read-only disk is one clear error, not a traceback from the lock
+    if reason is not None:
+        raise BenchRunError(f"cannot write to {folder}: {reason}",
+                            hint="make that folder writable, or pass --out with a writable folder")
 
     def refuse(holder: str) -> None:
         raise BenchRunError(f"{folder} is in use: {holder} is running a benchmark into it",
