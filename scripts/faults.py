@@ -248,6 +248,11 @@ def record_problems(keys: Sequence[tuple[str, str]], reference: set[tuple[str, s
     return problems
 
 
+def ended_badly(code: int | None, h: "Harness") -> list[str]:
+    """A command that ended on its own before its kill must have succeeded."""
+    return [f"it failed before the kill (exit {code}): {h.last_error()}"] if code not in (None, 0) else []
+
+
 def kill_delays(duration: float, tries: int) -> list[float]:
     """Kill points spread uniformly over a run of ``duration`` seconds (the middle of each slice)."""
     return [duration * (i + 0.5) / tries for i in range(tries)]
@@ -381,6 +386,13 @@ class Harness:
                 pass
             proc.wait(timeout=60)
             return None
+
+    def last_error(self) -> str:
+        """The end of the stderr of the last command started with ``start`` (default output files)."""
+        try:
+            return _short(Path(f"{self.workdir / 'last'}.stderr").read_text().strip()[-300:])
+        except OSError:
+            return ""
 
     def timed(self, home: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
         began = time.monotonic()
@@ -592,6 +604,7 @@ def kill_ask(h: Harness, tries: int) -> list[Result]:
     for delay in kill_delays(duration, tries):
         before, problems = h.trace_list(home)
         code = h.run_and_kill(home, ["ask", question, "--json"], delay)
+        problems += ended_badly(code, h)
         rows, trouble = h.trace_list(home)
         problems += trouble + unchanged_runs(runs_by_id(before), runs_by_id(rows)) + no_running(rows)
         new = [r for r in rows if r["run_id"] not in runs_by_id(before)]
@@ -653,7 +666,7 @@ def kill_bench(h: Harness, tries: int) -> list[Result]:
     for i, delay in enumerate(kill_delays(duration, tries)):
         out = home / "bench-runs" / f"try-{i:02d}"
         code = h.run_and_kill(home, h.bench_args(out), delay)
-        problems: list[str] = []
+        problems = ended_badly(code, h)
         keys = [(r["method"], r["id"]) for r in read_records(out / "records.jsonl")]
         problems += record_problems(keys, reference, complete=code == 0)
         log = out / "events.duckdb"
@@ -722,7 +735,7 @@ def kill_index_build(h: Harness, tries: int) -> list[Result]:
         elif not (root / "k").is_dir():
             h.run(home, *args)
         code = h.run_and_kill(home, [*args, *(["--force"] if force else [])], delay)
-        problems: list[str] = []
+        problems = ended_badly(code, h)
         listed = h.run(home, "index", "list", "--json")
         if listed.returncode != 0:
             problems.append(f"`reagent index list` failed: {_short(listed.stderr.strip()[-200:])}")
@@ -774,7 +787,7 @@ def kill_models_pull(h: Harness, tries: int) -> list[Result]:
     for delay in kill_delays(duration, tries):
         clear()
         code = h.run_and_kill(home, ["models", "pull", model.name], delay, env=env)
-        problems: list[str] = []
+        problems = ended_badly(code, h)
         if target.exists() and not model.verified(target):
             problems.append(f"a partial model is visible at {target} ({target.stat().st_size:,} bytes)")
         partials = list((home / "models").glob("*.partial")) if (home / "models").exists() else []
@@ -932,7 +945,8 @@ def disk_full_log(h: Harness, tries: int) -> list[Result]:
             problems += trouble + unchanged_runs(runs_by_id(before), runs_by_id(rows)) + no_running(rows)
             new = [r for r in rows if r["run_id"] not in runs_by_id(before)]
             problems += h.check_runs(disk, [r["run_id"] for r in new], env=env)
-            problems += _answered(h, disk, h.run(disk, "ask", QUESTIONS[2], "--json", env=env), env)
+            if asked.returncode != 0:  # after a failed write, the log takes the next run as usual
+                problems += _answered(h, disk, h.run(disk, "ask", QUESTIONS[2], "--json", env=env), env)
             res.add(problems, landed)
     return [res]
 
