@@ -616,6 +616,8 @@ def kill_ask(h: Harness, tries: int) -> list[Result]:
             landed = "killed before its run started"
         elif new[0]["status"] == "interrupted":
             landed = "killed mid-run (shown interrupted)"
+            if not new[0].get("error") or (new[0]["events"] and not new[0].get("last_event")):
+                problems.append("the interrupted run does not say why it ended or how far it got")
         elif new[0]["status"] == "ok":
             landed = "killed after its answer was logged"
         else:
@@ -1136,6 +1138,11 @@ def damaged_gguf(h: Harness, tries: int) -> list[Result]:
         if detected_at_load:
             asked = h.run(home, "ask", QUESTIONS[0], env=env, real_llm=True, timeout=300)
             problems += [f"ask: {p}" for p in clean_error(asked, str(path), f"reagent models pull {REAL_MODEL}")]
+            if (home / "reagent-log.duckdb").exists():  # a run that started before the load failed says so
+                rows, trouble = h.trace_list(home, env=env)
+                problems += trouble + no_running(rows)
+                problems += [f"run {r['run_id']} shows {r['status']!r} without the load error" for r in rows
+                             if r["status"] not in ("failed", "interrupted") or not r.get("error")]
         verified = h.run(home, "models", "verify", REAL_MODEL, env=env, real_llm=True)
         if verified.returncode == 0 or str(path) not in verified.stdout + verified.stderr:
             problems.append("`reagent models verify` did not report the damaged file")
