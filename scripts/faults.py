@@ -60,6 +60,7 @@ QUESTIONS = (
     "Who wrote the novel Atlas Shrugged?",
     "In which year was Abraham Lincoln born?",
 )
+VICTIM = "Who was the teacher of Aristotle?"  # the ask the contention round kills
 TIMEOUT = 900.0  # seconds any one command may take before it counts as hung
 
 
@@ -1162,13 +1163,15 @@ def contention(h: Harness, tries: int) -> list[Result]:
     from reagent_local.bench.records import read_records
 
     rounds = max(1, tries // 10)
-    res = Result("contention: 4 `reagent ask` + `reagent bench run` + `reagent trace list` loop")
+    res = Result("contention: 4 `reagent ask` + `reagent bench run` + `reagent trace list` loop, a 5th ask killed")
     home = h.home("contention", bench_index=True)
     ref_out = home / "bench-runs" / "reference"
     ref = h.run(home, *h.bench_args(ref_out))
     if ref.returncode != 0:
         raise SetupError(f"the reference bench run failed: {ref.stderr.strip()[-300:]}")
     reference = {(r["method"], r["id"]) for r in read_records(ref_out / "records.jsonl")}
+    seen: set[str] = set()
+    total_readers = 0
     for round_ in range(rounds):
         problems: list[str] = []
         out = home / "bench-runs" / f"round-{round_}"
@@ -1176,6 +1179,10 @@ def contention(h: Harness, tries: int) -> list[Result]:
         procs = [(f"ask {i}", h.start(home, "ask", q, "--json", env=env, out=h.workdir / f"ask-{i}"))
                  for i, q in enumerate(QUESTIONS)]
         procs.append(("bench", h.start(home, *h.bench_args(out), env=env, out=h.workdir / "bench")))
+        # a fifth ask is killed once it has logged a few events, while the others write and read around it
+        victim_env = h.env(home, FAULTS_LLM_DELAY="1.5") if h.scripted else env
+        victim = h.start(home, "ask", VICTIM, "--json", env=victim_env, out=h.workdir / "victim")
+        victim_fate = "the 5th ask finished before its kill"
         readers = failed_readers = 0
         began = time.monotonic()
         while any(p.poll() is None for _, p in procs):
@@ -1183,10 +1190,14 @@ def contention(h: Harness, tries: int) -> list[Result]:
                 if log is not None and not log.exists():
                     continue
                 readers += 1
-                _, trouble = h.trace_list(home, log)
+                rows, trouble = h.trace_list(home, log)
                 if trouble:
                     failed_readers += 1
                     problems.append(trouble[0])
+                if log is None and victim.poll() is None and any(
+                        r["question"] == VICTIM and r["run_id"] not in seen and r["events"] >= 3 for r in rows):
+                    os.killpg(victim.pid, signal.SIGKILL)
+                    victim_fate = "the 5th ask killed mid-run"
             if time.monotonic() - began > TIMEOUT:
                 for _, p in procs:
                     if p.poll() is None:
@@ -1205,8 +1216,16 @@ def contention(h: Harness, tries: int) -> list[Result]:
                                             reference, complete=True)
             else:
                 problems += [f"{label}: {p}" for p in _answered(h, home, done)]
+        if victim.poll() is None:
+            os.killpg(victim.pid, signal.SIGKILL)
+            victim_fate = "the 5th ask killed after the others ended"
+        victim.wait()
         rows, trouble = h.trace_list(home)
         problems += trouble + no_running(rows)
+        killed = [r for r in rows if r["question"] == VICTIM and r["status"] != "ok" and r["run_id"] not in seen]
+        seen.update(r["run_id"] for r in rows)
+        if victim_fate == "the 5th ask killed mid-run" and [r["status"] for r in killed] != ["interrupted"]:
+            problems.append(f"the killed 5th ask shows {[r['status'] for r in killed]}, not one interrupted run")
         seqs: list[int] = []
         for row in rows:
             data, trouble = h.export(home, row["run_id"])
@@ -1216,7 +1235,9 @@ def contention(h: Harness, tries: int) -> list[Result]:
                 problems += event_problems(data)
         if len(seqs) != len(set(seqs)):
             problems.append("an event seq occurs twice in the log")
-        res.add(problems, f"rounds in which all finished ({readers} trace lists alongside, {failed_readers} failed)")
+        res.add(problems, victim_fate)
+        total_readers += readers
+    res.landed["trace lists alongside"] = total_readers
     return [res]
 
 
