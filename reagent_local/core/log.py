@@ -282,6 +282,10 @@ def _release_all() -> None:
             pass
 
 
+# DuckDB's errors for a file it cannot read back (truncated, overwritten): not programming errors
+_DAMAGE = (duckdb.IOException, duckdb.SerializationException, duckdb.InternalException, duckdb.FatalException)
+
+
 class _PrivateDatabase:
     """An in-memory database for tests and throwaway runs: one connection for its life."""
 
@@ -333,12 +337,17 @@ class EventLog:
             with self._file.session(write and not self.read_only) as con:
                 yield con
         except (duckdb.Error, OSError) as exc:
-            if not is_disk_full(exc):
-                raise
-            self._file.release()  # a connection whose write failed is not reused
-            raise LogError(f"the disk holding the log {self.path} is full; the last event was not written",
-                           hint="free some space, then ask again (or rerun with --resume); "
-                                "every event written before is intact") from None
+            if is_disk_full(exc):
+                self._file.release()  # a connection whose write failed is not reused
+                raise LogError(f"the disk holding the log {self.path} is full; the last event was not written",
+                               hint="free some space, then ask again (or rerun with --resume); "
+                                    "every event written before is intact") from None
+            if isinstance(exc, _DAMAGE):
+                self._file.release()
+                raise LogError(f"the log {self.path} is damaged ({str(exc).splitlines()[0]})",
+                               hint=f"move it aside (mv {self.path} {self.path}.damaged); the next ask starts "
+                                    "a new log") from None
+            raise
 
     def _check_schema(self) -> int:
         with self._session(write=not self.read_only) as con:
