@@ -336,6 +336,7 @@ class Harness:
         self.models_dir = REPO / "models"
         self.embedder = "hash-64" if scripted else "hash-256"
         self._cache: dict[str, Any] = {}
+        self._started: list[subprocess.Popen] = []  # started in their own sessions: close() kills the live ones
 
     # -- processes --------------------------------------------------------------------------
     def env(self, home: Path, *, shared_models: bool = True, **extra: str) -> dict[str, str]:
@@ -371,9 +372,22 @@ class Harness:
     def start(self, home: Path, *args: str, env: dict | None = None, out: Path | None = None) -> subprocess.Popen:
         """Start a command in its own process group, its output into files (``out``.stdout/.stderr)."""
         out = out or self.workdir / "last"
-        return subprocess.Popen(self.argv(*args), env=env if env is not None else self.env(home), cwd=self.workdir,
-                                stdout=open(f"{out}.stdout", "w"), stderr=open(f"{out}.stderr", "w"),
-                                start_new_session=True)
+        with open(f"{out}.stdout", "w") as stdout, open(f"{out}.stderr", "w") as stderr:
+            proc = subprocess.Popen(self.argv(*args), env=env if env is not None else self.env(home),
+                                    cwd=self.workdir, stdout=stdout, stderr=stderr, start_new_session=True)
+        self._started = [p for p in self._started if p.poll() is None] + [proc]
+        return proc
+
+    def close(self) -> None:
+        """Kill what this harness started and is still running (its own process groups)."""
+        for proc in self._started:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        self._started = []
 
     def run_and_kill(self, home: Path, args: Sequence[str], delay: float, env: dict | None = None) -> int | None:
         """Run a command and SIGKILL its whole process group after ``delay`` s; its exit code if it ended first."""
@@ -1324,6 +1338,7 @@ def main(argv: list[str] | None = None) -> int:
     names = select(args.only)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="reagent-faults-"))
     harness = Harness(workdir, scripted=args.scripted, say=lambda m: print(m, flush=True))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated suite kills its children first
     began = time.monotonic()
     results: list[Result] = []
     try:
@@ -1334,6 +1349,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {r.fault}: {'skipped' if r.skipped else f'{r.passed}/{r.tries} ok'} ({r.seconds:.0f} s); "
                       f"{r.outcome_text()}; {r.failure_text()}", flush=True)
     finally:
+        harness.close()
         if not (args.keep or args.workdir):
             shutil.rmtree(workdir, ignore_errors=True)
     minutes = (time.monotonic() - began) / 60

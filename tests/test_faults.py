@@ -19,6 +19,7 @@ import sys
 import zipfile
 from functools import partial
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from conftest import REPO, shared_data_dir
@@ -56,8 +57,10 @@ def run(fault, harness, tries: int):
 
 
 @pytest.fixture(scope="module")
-def scripted(tmp_path_factory) -> "faults.Harness":
-    return faults.Harness(tmp_path_factory.mktemp("faults"), scripted=True, say=lambda _m: None)
+def scripted(tmp_path_factory) -> Iterator["faults.Harness"]:
+    harness = faults.Harness(tmp_path_factory.mktemp("faults"), scripted=True, say=lambda _m: None)
+    yield harness
+    harness.close()
 
 
 # ------------------------------------------------------------------------ the checks can fail
@@ -241,11 +244,13 @@ def _real_ready() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory) -> "faults.Harness":
+def real(tmp_path_factory) -> Iterator["faults.Harness"]:
     reason = _real_ready()
     if reason:
         pytest.skip(reason)
-    return faults.Harness(tmp_path_factory.mktemp("faults-real"), scripted=False, say=lambda _m: None)
+    harness = faults.Harness(tmp_path_factory.mktemp("faults-real"), scripted=False, say=lambda _m: None)
+    yield harness
+    harness.close()
 
 
 @pytest.mark.slow
