@@ -102,6 +102,7 @@ class PipelineConfig:
     max_question_chars: int = 2000
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
+    read_trusted_chains: bool = False  # the second road for chains a rule decided from sure steps too (one call more)
     min_confidence: float = 0.3  # a checked step answer the model is less sure of is retried once
     chain_trust: float = 0.5  # a chain decided by a rule from checked steps at least this sure is not in doubt
     roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them

@@ -38,7 +38,7 @@ class SecondRoad(_Base):
         """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
         a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
         chain_road = self._chain_road(chain)
-        if chain_road.trusted:  # a rule decided it from checked, sure steps: one reading of the whole question will not beat it
+        if chain_road.trusted and not self.settings.read_trusted_chains:  # one reading of the whole question rarely beats it
             self._signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
             return chain
         whole = self._whole_road()
@@ -74,7 +74,9 @@ class SecondRoad(_Base):
         self.verdict = verdict = self.team.supervisor.settle_roads(self.question, chain, whole, self.whole_evidence)
         self._signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
                      chain_confidence=chain.confidence, whole_confidence=whole.confidence,
-                     winner=verdict.winner.name, judged=verdict.judged)
+                     winner=verdict.winner.name, judged=verdict.judged, chain_trusted=chain.trusted,
+                     chain_problem=chain.problem, whole_problem=whole.problem,
+                     chain_grounded=chain.grounded, whole_grounded=whole.grounded)
         self.reopened = False
         held = [s.statement for s in self.steps if s.done and s.statement is not None]
         if verdict.winner is whole and held and self.team.controller.may_roll_back():
