@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from .answer import Answer
 from .config import Config, load_config
@@ -34,9 +35,9 @@ class ReAgent:
         log = EventLog(Path(log_path)) if log_path else None
         return cls(build_pipeline(config, llm=llm, log=log))
 
-    def ask(self, question: str) -> Answer:
-        """Answer one question."""
-        return self.pipeline.ask(question)
+    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None) -> Answer:
+        """Answer one question; ``should_stop`` (a reason or None, checked between steps) cancels the run."""
+        return self.pipeline.ask(question, should_stop=should_stop)
 
     def close(self) -> None:
         """Release the model, the index and the log."""

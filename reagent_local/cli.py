@@ -23,7 +23,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from .commands import ask, bench, bench_kg, bench_retrieval, data, index, models, rules, search, trace
+    from .commands import ask, bench, bench_kg, bench_retrieval, data, index, models, rules, search, serve, trace
 
     cli.add_command(models.models)
     cli.add_command(data.data)
@@ -35,6 +35,7 @@ def _register() -> None:
     bench.bench.add_command(bench_retrieval.retrieval)
     bench.bench.add_command(bench_kg.kg)
     cli.add_command(trace.trace)
+    cli.add_command(serve.serve)
 
 
 _register()

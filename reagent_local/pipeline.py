@@ -10,10 +10,10 @@ Pipeline from configuration (models, index, knowledge graph, log).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .agents.retriever import SearchIndex
-from .agents.controller import Budget
+from .agents.controller import Budget, RunCancelled
 from .answer import Answer
 from .calls import CallLedger
 from .config import BACKTRACKING, Config
@@ -64,12 +64,16 @@ class Pipeline:
         """The model serving one role."""
         return self.role_llms.get(agent, self.llm)
 
-    def ask(self, question: str) -> Answer:
-        """Answer one question; budgets bound the work and mark the answer uncertain."""
+    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None) -> Answer:
+        """Answer one question; budgets bound the work and mark the answer uncertain.
+
+        ``should_stop`` is checked before every LLM call and retrieval; when it returns a reason the
+        run stops there, is closed as ``cancelled`` with that reason, and RunCancelled is raised.
+        """
         text = validate_question(question, self.config.pipeline.max_question_chars)
         settings, llm = self.config.pipeline, self.config.llm
         workspace = Workspace(self.log, self.log.start_run(text, _config_dict(self.config)))
-        budget = Budget(settings.max_llm_calls, settings.max_seconds)
+        budget = Budget(settings.max_llm_calls, settings.max_seconds, should_stop=should_stop)
         calls = CallLedger(self.log, workspace.run_id, workspace, budget, self.model_for,
                            temperature=llm.temperature, seed=llm.seed)
 
@@ -86,6 +90,9 @@ class Pipeline:
             return run.execute()
         except KeyboardInterrupt:
             _close_unfinished(workspace, "interrupted", "stopped by the user (Ctrl-C)")
+            raise
+        except RunCancelled as exc:
+            _close_unfinished(workspace, "cancelled", exc.reason)
             raise
         except Exception as exc:  # a model that fails to load, a broken index, ...: the run says why it ended
             _close_unfinished(workspace, "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..core.knowledge import Statement
 from ..plan import SubQuestion
@@ -41,14 +41,24 @@ class BudgetExhausted(Exception):
         super().__init__(what)
 
 
+class RunCancelled(Exception):
+    """Raised inside the loop when the caller's ``should_stop`` hook asks the run to stop (a client went away)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
 @dataclass
 class Budget:
-    """Per-question limits: LLM calls and wall seconds."""
+    """Per-question limits: LLM calls and wall seconds; and the caller's stop hook, checked with them."""
 
     max_llm_calls: int
     max_seconds: float
     started: float = field(default_factory=time.monotonic)
     llm_calls: int = 0
+    # called before every LLM call and every retrieval: a reason to stop the run, or None to go on
+    should_stop: Callable[[], str | None] | None = None
 
     def charge_call(self) -> None:
         """Count one LLM call, or raise when the budget is already spent."""
@@ -56,7 +66,9 @@ class Budget:
         self.llm_calls += 1
 
     def check(self) -> None:
-        """Raise BudgetExhausted when calls or seconds are spent."""
+        """Raise RunCancelled when the stop hook gives a reason, BudgetExhausted when calls or seconds are spent."""
+        if self.should_stop is not None and (reason := self.should_stop()):
+            raise RunCancelled(reason)
         if self.llm_calls >= self.max_llm_calls:
             raise BudgetExhausted(f"{self.max_llm_calls} LLM calls")
         if time.monotonic() - self.started > self.max_seconds:

@@ -26,12 +26,13 @@ GLYPH = {"checkpoint": ("◆", "bold cyan"), "rollback_local": ("↶", "bold yel
 HIDDEN = {"round"}  # a round's effects are shown as the events that follow it
 
 
-_STATUS_STYLE = {"ok": "green", "running": "cyan", "interrupted": "red", "failed": "red"}
+_STATUS_STYLE = {"ok": "green", "running": "cyan", "interrupted": "red", "failed": "red", "cancelled": "magenta"}
+_UNFINISHED = ("running", "interrupted", "failed", "cancelled")  # statuses of runs that ended without an answer
 
 
 def _unfinished(r: RunSummary) -> str:
     """The answer cell of a run without an answer: how far it got."""
-    return f"- ({r.progress})" if r.status in ("running", "interrupted", "failed") else "-"
+    return f"- ({r.progress})" if r.status in _UNFINISHED else "-"
 
 
 def runs_table(runs: list[RunSummary]) -> Table:
@@ -58,7 +59,7 @@ def _header(trace: Trace) -> Text:
     text = Text()
     text.append("run ", style="dim").append(r.run_id, style="bold").append("  ")
     text.append(r.status, style=_STATUS_STYLE.get(r.status, "yellow"))
-    if r.status in ("interrupted", "failed", "running"):
+    if r.status in _UNFINISHED:
         text.append(f" ({r.progress})", style="dim")
     if r.error:
         text.append(f"  {clean(r.error)}", style="red")

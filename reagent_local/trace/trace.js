@@ -44,7 +44,9 @@
     document.getElementById("question").textContent = r.question;
     var line = document.getElementById("answer-line");
     if (D.final.answer === null) {
-      add(line, el("span", "pending", "No answer: the run has not finished (still running, or interrupted)."));
+      add(line, el("span", "pending", r.status === "cancelled" || r.status === "failed"
+        ? "No answer: the run was " + r.status + (r.error ? " (" + r.error + ")." : ".")
+        : "No answer: the run has not finished (still running, or interrupted)."));
     } else {
       line.appendChild(document.createTextNode("Answer: "));
       add(line, el("span", "answer", D.final.answer));

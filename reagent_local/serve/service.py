@@ -1,0 +1,128 @@
+"""What the server holds for its life: the pipeline (model, index, log opened once), the queue, the live runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+from starlette.requests import Request
+
+from ..api import ReAgent
+from ..errors import QuestionError
+from ..pipeline import validate_question
+from .errors import ApiError, bad_request, from_reagent_error
+from .live import LiveRuns, ObservedLog
+from .worker import TERMINAL, Job, Worker
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+DISCONNECTED = "the client disconnected"
+STOPPED = "the server was stopped (Ctrl-C)"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How the server answers: the names it serves under, its key, its queue and its limits."""
+
+    model: str  # the id `GET /v1/models` lists and requests must name
+    index: str
+    api_key: str | None = None  # required as a Bearer token (or the page's cookie) when set
+    max_queue: int = 8  # questions that may wait while one is answered; more get 429
+    allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS  # Host header names accepted; None: any
+    max_body_bytes: int = 1_000_000
+
+
+class Service:
+    """The served ReAgent: requests submit questions to its worker and follow their runs."""
+
+    def __init__(self, agent: ReAgent, settings: ServeSettings) -> None:
+        if not isinstance(agent.pipeline.log, ObservedLog):
+            raise TypeError("the served pipeline must log through reagent_local.serve.live.ObservedLog")
+        self.agent = agent
+        self.settings = settings
+        self.log: ObservedLog = agent.pipeline.log
+        self.worker: Worker | None = None
+        self.live: LiveRuns | None = None
+        self.started_at = time.time()
+
+    def start(self) -> None:
+        """Start the worker on the running event loop (the app's startup)."""
+        loop = asyncio.get_running_loop()
+        self.live = LiveRuns(loop)
+        self.worker = Worker(self.agent.ask, loop, max_queue=self.settings.max_queue)
+        self.log.listeners.extend([self.live.listen, self.worker.listen])
+        self.worker.start()
+
+    def stop(self, reason: str = STOPPED) -> None:
+        """Refuse waiting questions; the running run stops at its next step and is marked (any thread)."""
+        if self.worker is not None:
+            self.worker.stop(reason)
+
+    async def close(self, timeout: float = 120.0) -> None:
+        """Stop, and wait for the running run to be closed in the log (the app's shutdown)."""
+        self.stop()
+        if self.worker is not None:
+            await asyncio.to_thread(self.worker.join, timeout)
+        self.log.listeners.clear()
+
+    def question(self, text: Any) -> str:
+        """The question as the pipeline will take it, or a 400 that says what is wrong with it."""
+        try:
+            return validate_question(text, self.agent.pipeline.config.pipeline.max_question_chars)
+        except QuestionError as exc:
+            raise from_reagent_error(exc) from None
+
+    def submit(self, question: str) -> Job:
+        """Queue a question (429 when the queue is full)."""
+        assert self.worker is not None, "the service has not started"
+        return self.worker.submit(question)
+
+    def cancel(self, job: Job, reason: str = DISCONNECTED) -> None:
+        """Drop a waiting job, or stop a running one at its next step."""
+        if self.worker is not None and job.state not in TERMINAL:
+            self.worker.cancel(job, reason)
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The request body as a JSON object, or a 400 (413 when larger than ``limit`` bytes)."""
+    size = 0
+    chunks = []
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"the request body is larger than {limit:,} bytes", code="body_too_large")
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise bad_request(f"the request body is not valid JSON ({exc})", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise bad_request("the request body must be a JSON object", code="invalid_json")
+    return body
+
+
+async def follow(job: Job, request: Request | None, *, tick: float = 0.25) -> AsyncIterator[tuple[str, Any] | None]:
+    """A job's updates until its last one; None every ``tick`` seconds without one (for keep-alives).
+
+    With ``request`` given, a client that has gone away cancels the job. A streaming response
+    passes None: Starlette cancels its body on a disconnect, and the caller cancels the job then.
+    """
+    getter: asyncio.Future | None = None
+    try:
+        while True:
+            getter = getter or asyncio.ensure_future(job.next())
+            finished, _ = await asyncio.wait({getter}, timeout=tick)
+            if not finished:
+                if request is not None and await request.is_disconnected():
+                    return
+                yield None
+                continue
+            item, getter = getter.result(), None
+            yield item
+            if item[0] in TERMINAL:
+                return
+    finally:
+        if getter is not None:
+            getter.cancel()
