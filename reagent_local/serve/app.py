@@ -65,6 +65,7 @@ def create_app(service: Service) -> Starlette:
         Route("/events/{run_id}", web.run_events, methods=["GET"]),
         Route("/", web.page, methods=["GET"]),
         Route("/assets/{name}", web.asset, methods=["GET"]),
+        Route("/favicon.ico", web.asset, methods=["GET"]),
     ]
     settings = service.settings
     app = Starlette(routes=routes, lifespan=lifespan,

@@ -29,7 +29,8 @@ from .service import Service, follow, read_json
 POLL_SECONDS = 1.0  # how often a run written by another process is read again
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
             "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-_ASSETS = {"page.js": "text/javascript; charset=utf-8", "page.css": "text/css; charset=utf-8"}
+_ASSETS = {"page.js": "text/javascript; charset=utf-8", "page.css": "text/css; charset=utf-8",
+           "icon.svg": "image/svg+xml"}
 _NO_SNIFF = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
@@ -48,7 +49,7 @@ def page(request: Request) -> HTMLResponse:
 
 def asset(request: Request) -> Response:
     """``GET /assets/{name}``: the page's script and style."""
-    name = request.path_params["name"]
+    name = request.path_params.get("name", "icon.svg")  # /favicon.ico is the icon too
     if name not in _ASSETS:
         raise ApiError(404, f"no asset {name!r}", code="not_found")
     return Response(_asset(name), media_type=_ASSETS[name], headers=_NO_SNIFF)
