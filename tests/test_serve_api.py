@@ -255,3 +255,26 @@ def test_the_cli_says_when_the_port_is_taken(tmp_path, server):
     result = reagent("serve", "--port", str(server.port), home=tmp_path)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"port {server.port} on 127.0.0.1 is already in use" in result.stderr
+
+
+def test_another_process_asks_and_reads_the_same_log_while_the_server_answers(slow):
+    """`reagent ask` and `reagent trace` in another terminal keep working: here a scripted ask in another process."""
+    log_path = slow.service.log.path
+    tests = Path(__file__).parent
+    script = ("import sys; from reagent_local.core.log import EventLog; from scenario_runs import simple_run\n"
+              f"with EventLog({str(log_path)!r}) as log: print(simple_run(log))")
+    with httpx.stream("POST", slow.url + "/api/ask", json={"question": OLYMPICS, "stream": True},
+                      timeout=60) as response:
+        events = iter_sse(response.iter_lines())
+        served = next(d["run_id"] for n, d in events if n == "run")
+        other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "PYTHONPATH": str(tests)})
+        listed = subprocess.run([sys.executable, "-m", "reagent_local", "trace", "list", "--json", "--log",
+                                 str(log_path)], capture_output=True, text=True, timeout=120)
+        rest = list(events)
+    assert other.returncode == 0, other.stderr
+    assert listed.returncode == 0, listed.stderr
+    seen = {r["run_id"]: r["status"] for r in json.loads(listed.stdout)}
+    assert seen[served] in ("running", "ok") and seen[other.stdout.strip()] == "ok"
+    assert rest[-1][0] == "answer" and rest[-1][1]["answer"]["answer"] == "508,000"
+    assert run_row(log_path, served)["status"] == "ok"

@@ -67,6 +67,8 @@ def open_service(config: Config, *, host: str, api_key: str | None = None, max_q
         for model in {id(m): m for m in (pipeline.llm, *pipeline.role_llms.values())}.values():
             if hasattr(model, "load"):
                 model.load()
+        if index is None:  # one search reads the index files and loads the query embedder now
+            pipeline.retriever.search("warm up", k=1)
     except BaseException:
         log.close()
         raise
