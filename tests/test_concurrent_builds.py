@@ -430,10 +430,12 @@ def _forget_sizes(folder: Path) -> None:
     ("dense.faiss", _truncate, False),
     ("passages.duckdb", _truncate, True),
     ("passages.duckdb", _truncate, False),
-    ("bm25/data.csc.index.npy", _truncate, True),
-    ("bm25/indices.csc.index.npy", _truncate, False),
-    ("bm25/vocab.index.json", _garble, True),
-    ("bm25/params.index.json", _truncate, False),
+    ("bm25/scores.npy", _truncate, True),
+    ("bm25/rows.npy", _truncate, False),
+    ("bm25/offsets.npy", _truncate, False),
+    ("bm25/term_offsets.npy", _truncate, False),
+    ("bm25/params.json", _garble, True),
+    ("bm25/params.json", _truncate, False),
     ("manifest.json", _garble, True),
 ])
 def test_a_damaged_index_file_is_one_error_naming_it_and_the_repair(tmp_path: Path, part: str, damage, sizes: bool) -> None:

@@ -21,7 +21,7 @@ from .fusion import rrf
 from .layout import read_manifest, rebuild_command, resolve_index
 from .passages import Passage
 from .sparse import SUBDIR as BM25_DIR
-from .sparse import SparseIndex
+from .sparse import LegacySparseIndex, SparseIndex, open_sparse
 from .store import FILENAME as PASSAGES_FILE
 from .store import PassageStore
 
@@ -93,7 +93,7 @@ class Index:
         self._lock = threading.Lock()
         self._store: PassageStore | None = None
         self._faiss = None
-        self._sparse: SparseIndex | None = None
+        self._sparse: SparseIndex | LegacySparseIndex | None = None
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="reagent-search")
 
     @classmethod
@@ -135,7 +135,7 @@ class Index:
                     hint="rebuild the index with --force",
                 )
             with self._reading(BM25_DIR + "/"):
-                sparse = SparseIndex(self.path / BM25_DIR)
+                sparse = open_sparse(self.path / BM25_DIR)
                 _expect(passages, sparse.size, "documents")
             if self._embedder is None:
                 self._embedder = make_embedder(self.manifest["embedder"]["name"])

@@ -1,61 +1,137 @@
-"""BM25 over the passages with ``bm25s`` (English stopwords, Snowball stemming).
+"""BM25 over the passages (Lucene variant, English stopwords, Snowball stemming).
 
-Saved with bm25s's own format (numpy arrays written without pickle, JSON vocab)
-in the index's ``bm25/`` folder, and memory-mapped when loaded.
+Built in bounded memory by ``bm25_build.build_chunked`` into the index's ``bm25/``
+folder: a CSC matrix of weights by term (``scores.npy``, ``rows.npy``, ``offsets.npy``)
+and the sorted stem vocabulary (``terms.npy``, ``term_offsets.npy``, ``term_ids.npy``),
+every array memory-mapped when searched, so a search touches only its terms' pages.
+Weights and scores are those of bm25s (tested bit for bit); ties are broken by row.
+Indexes built before this format (bm25s's own files, ``params.index.json``) are
+still searched through bm25s.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from . import bm25_build as fmt
+
 SUBDIR = "bm25"
 PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en", "stemmer": "english"}
+LEGACY_PARAMS = "params.index.json"  # bm25s's own format, written by builds before the chunked one
 
 
-def _tokenizer():
-    import Stemmer
-    from bm25s.tokenization import Tokenizer
+def build_bm25(texts: Iterable[str], folder: Path, **sizes: int) -> dict:
+    """Index texts (streamed, in row order) into ``folder`` in bounded memory; return the manifest entry."""
+    info = fmt.build_chunked(texts, Path(folder), PARAMS, **sizes)
+    return {**PARAMS, "format": info["format"], "version": info["version"], "count": info["documents"],
+            "vocabulary": info["vocabulary"], "postings": info["postings"]}
 
-    return Tokenizer(stopwords=PARAMS["stopwords"], stemmer=Stemmer.Stemmer(PARAMS["stemmer"]))
+
+def open_sparse(folder: Path) -> "SparseIndex | LegacySparseIndex":
+    """The BM25 index in ``folder``, in whichever format it was built."""
+    folder = Path(folder)
+    if (folder / LEGACY_PARAMS).is_file() and not (folder / fmt.PARAMS_FILE).is_file():
+        return LegacySparseIndex(folder)
+    return SparseIndex(folder)
 
 
-def build_bm25(texts: Iterable[str], folder: Path, chunk: int = 10_000) -> dict:
-    """Tokenise texts (streamed, in row order), index them, save to ``folder``; return parameters."""
-    import bm25s
-    from bm25s.tokenization import Tokenized
+def _load(folder: Path, name: str) -> np.ndarray:
+    return np.load(folder / name, mmap_mode="r", allow_pickle=False)
 
-    tokenizer = _tokenizer()
-    ids: list[list[int]] = []
-    buffer: list[str] = []
-    for text in texts:
-        buffer.append(text)
-        if len(buffer) >= chunk:
-            ids.extend(tokenizer.streaming_tokenize(buffer, update_vocab=True))
-            buffer = []
-    if buffer:
-        ids.extend(tokenizer.streaming_tokenize(buffer, update_vocab=True))
-    retriever = bm25s.BM25(method=PARAMS["method"], k1=PARAMS["k1"], b=PARAMS["b"])
-    retriever.index(Tokenized(ids=ids, vocab=tokenizer.get_vocab_dict()), show_progress=False)
-    folder.mkdir(parents=True, exist_ok=True)
-    retriever.save(str(folder), show_progress=False)
-    tokenizer.save_vocab(str(folder))
-    tokenizer.save_stopwords(str(folder))
-    return {**PARAMS, "count": len(ids), "vocabulary": len(tokenizer.word_to_id)}
+
+class _Vocabulary:
+    """Stem -> column id by binary search over the memory-mapped sorted stems."""
+
+    def __init__(self, folder: Path) -> None:
+        self._bytes = _load(folder, fmt.TERMS)
+        self._offsets = _load(folder, fmt.TERM_OFFSETS)
+        self._ids = _load(folder, fmt.TERM_IDS)
+        self.size = len(self._ids)
+        if len(self._offsets) != self.size + 1 or (self.size and int(self._offsets[-1]) != len(self._bytes)):
+            raise ValueError(f"the vocabulary arrays disagree ({self.size} ids, {len(self._offsets)} offsets)")
+
+    def _term(self, i: int) -> bytes:
+        return self._bytes[int(self._offsets[i]): int(self._offsets[i + 1])].tobytes()
+
+    def lookup(self, stem: str) -> int | None:
+        """The column of ``stem``, or None when no passage has it."""
+        key, low, high = stem.encode("utf-8"), 0, self.size
+        while low < high:
+            middle = (low + high) // 2
+            if self._term(middle) < key:
+                low = middle + 1
+            else:
+                high = middle
+        if low < self.size and self._term(low) == key:
+            return int(self._ids[low])
+        return None
 
 
 class SparseIndex:
-    """A loaded BM25 index; ``search`` may be called from several threads."""
+    """A chunk-built BM25 index, memory-mapped; ``search`` may be called from several threads."""
+
+    def __init__(self, folder: Path) -> None:
+        import Stemmer
+
+        self.folder = Path(folder)
+        self.params = json.loads((self.folder / fmt.PARAMS_FILE).read_text(encoding="utf-8"))
+        if self.params.get("format") != fmt.FORMAT or self.params.get("version") != fmt.VERSION:
+            raise ValueError(f"unknown BM25 format {self.params.get('format')!r} version {self.params.get('version')!r}")
+        self.size = int(self.params["documents"])
+        self._scores = _load(self.folder, fmt.SCORES)
+        self._rows = _load(self.folder, fmt.ROWS)
+        self._offsets = _load(self.folder, fmt.OFFSETS)
+        self._vocabulary = _Vocabulary(self.folder)
+        postings = int(self.params["postings"])
+        if len(self._scores) != postings or len(self._rows) != postings or len(self._offsets) != self._vocabulary.size + 1:
+            raise ValueError(f"the BM25 arrays disagree with {fmt.PARAMS_FILE} ({postings} postings)")
+        self._stopwords = frozenset(self.params["stopword_list"])
+        self._stemmer = Stemmer.Stemmer(self.params["stemmer"])
+        self._lock = threading.Lock()  # the Snowball stemmer keeps state between calls
+
+    def terms(self, query: str) -> list[int]:
+        """Column ids of the query's words, in order, repeats kept (as bm25s scores them)."""
+        words = [w for w in fmt.SPLIT(query.lower()) if w not in self._stopwords]
+        with self._lock:
+            stems = self._stemmer.stemWords(words)
+        found = (self._vocabulary.lookup(stem) for stem in stems)
+        return [t for t in found if t]  # None: unknown; 0: the empty token
+
+    def search(self, query: str, k: int) -> tuple[list[int], list[float]]:
+        """Rows and BM25 scores of the best k passages that share a term with the query."""
+        terms = self.terms(query)
+        k = min(k, self.size)
+        if not terms or k <= 0:
+            return [], []  # only stopwords or unknown words: BM25 has nothing to rank
+        spans = [(int(self._offsets[t]), int(self._offsets[t + 1])) for t in terms]
+        rows = np.concatenate([self._rows[a:b] for a, b in spans])
+        candidates, where = np.unique(rows, return_inverse=True)
+        totals = np.zeros(len(candidates), dtype=np.float32)
+        at = 0
+        for a, b in spans:  # term by term in float32, as bm25s adds them: the same sums
+            totals[where[at: at + b - a]] += self._scores[a:b]
+            at += b - a
+        order = np.lexsort((candidates, -totals))[:k]  # best first; ties by row
+        keep = totals[order] > 0
+        return candidates[order][keep].tolist(), totals[order][keep].astype(float).tolist()
+
+
+class LegacySparseIndex:
+    """A BM25 index in bm25s's own format (indexes built before the chunked build); memory-mapped."""
 
     def __init__(self, folder: Path) -> None:
         import bm25s
+        import Stemmer
+        from bm25s.tokenization import Tokenizer
 
         self.folder = Path(folder)
         self._retriever = bm25s.BM25.load(str(self.folder), mmap=True, show_progress=False)
-        self._tokenizer = _tokenizer()
+        self._tokenizer = Tokenizer(stopwords=PARAMS["stopwords"], stemmer=Stemmer.Stemmer(PARAMS["stemmer"]))
         self._tokenizer.load_vocab(str(self.folder))
         self._tokenizer.load_stopwords(str(self.folder))
         self._empty_id = self._tokenizer.word_to_id.get("")
