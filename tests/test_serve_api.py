@@ -278,3 +278,15 @@ def test_another_process_asks_and_reads_the_same_log_while_the_server_answers(sl
     assert seen[served] in ("running", "ok") and seen[other.stdout.strip()] == "ok"
     assert rest[-1][0] == "answer" and rest[-1][1]["answer"]["answer"] == "508,000"
     assert run_row(log_path, served)["status"] == "ok"
+
+
+@pytest.mark.parametrize("body, needle", [
+    ({}, "the question is empty"), ({"question": "  "}, "the question is empty"),
+    ({"question": 42}, "must be a string"), ({"question": "why " * 600}, "the limit is 2,000"),
+    ({"question": "Who?", "stream": 1}, "'stream' must be true or false"),
+])
+def test_api_ask_refuses_bad_questions_with_a_400(server, body, needle):
+    response = httpx.post(server.url + "/api/ask", json=body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert needle in error["message"] and error["param"] in ("question", "stream")

@@ -77,7 +77,8 @@ def test_twenty_clients_at_once_each_get_an_answer_or_a_429_and_the_log_holds_ea
     print(f"\n{CLIENTS} clients: {counts[200]} answered, {counts[429]} refused (429) in {elapsed:.1f} s")
 
 
-def test_ctrl_c_stops_the_running_run_at_its_next_step_marks_it_and_refuses_the_waiting(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_the_running_run_at_its_next_step_marks_it_and_refuses_the_waiting(tmp_path, sig):
     log_path, url_file = tmp_path / "log.duckdb", tmp_path / "url"
     support = Path(__file__).with_name("serve_support.py")
     server = subprocess.Popen([sys.executable, str(support), str(log_path), str(url_file), "0.4"],
@@ -106,7 +107,7 @@ def test_ctrl_c_stops_the_running_run_at_its_next_step_marks_it_and_refuses_the_
         second.start()
         while httpx.get(url + "/api/status").json()["queue"]["waiting"] != 1:
             time.sleep(0.05)
-        server.send_signal(signal.SIGINT)
+        server.send_signal(sig)
         out, err = server.communicate(timeout=60)
         first.join(10)
         second.join(10)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import signal
 import socket
+import threading
 from typing import Any, Callable
 
 from ..api import ReAgent
@@ -109,16 +111,28 @@ def serve(service: Service, sock: socket.socket, *, log_level: str = "warning",
             on_ready(f"http://{'[' + host + ']' if ':' in host else host}:{port}")
         await task
 
+    # uvicorn raises the signal that stopped it again once it has shut down: SIGTERM's default action
+    # would end the process there, before the model and log are closed; make it a KeyboardInterrupt
+    previous = signal.getsignal(signal.SIGTERM)
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         asyncio.run(main())
-    except KeyboardInterrupt:  # uvicorn raises the captured Ctrl-C again once it has shut down
+    except KeyboardInterrupt:
         pass
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
         service.stop(STOPPED)
         _mark_unfinished(service)
 
 
-def _mark_unfinished(service: Service, wait: float = 60.0) -> None:
+def _interrupt(sig: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _mark_unfinished(service: Service, wait: float = 5.0) -> None:
     """After a forced exit (Ctrl-C twice), wait a little for the running run, then mark it in the log."""
     worker = service.worker
     if worker is None or worker.join(wait):

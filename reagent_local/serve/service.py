@@ -67,12 +67,16 @@ class Service:
             await asyncio.to_thread(self.worker.join, timeout)
         self.log.listeners.clear()
 
-    def question(self, text: Any) -> str:
-        """The question as the pipeline will take it, or a 400 that says what is wrong with it."""
+    def question(self, text: Any, param: str = "messages") -> str:
+        """The question as the pipeline will take it, or a 400 (naming ``param``) that says what is wrong."""
+        if text is not None and not isinstance(text, str):
+            raise bad_request("the question must be a string", param=param, code="invalid_question")
         try:
             return validate_question(text, self.agent.pipeline.config.pipeline.max_question_chars)
         except QuestionError as exc:
-            raise from_reagent_error(exc) from None
+            error = from_reagent_error(exc)
+            error.param = param
+            raise error from None
 
     def submit(self, question: str) -> Job:
         """Queue a question (429 when the queue is full)."""

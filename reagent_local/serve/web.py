@@ -72,7 +72,7 @@ async def ask(request: Request) -> Response:
     """``POST /api/ask``."""
     service = _service(request)
     body = await read_json(request, service.settings.max_body_bytes)
-    question = service.question(body.get("question"))
+    question = service.question(body.get("question"), param="question")
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise bad_request("'stream' must be true or false", param="stream")
