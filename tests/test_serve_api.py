@@ -233,8 +233,8 @@ def test_listening_beyond_this_machine_needs_a_key():
 
 
 def reagent(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "REAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1", **env}
-    environment.pop("REAGENT_API_KEY", None) if "REAGENT_API_KEY" not in env else None
+    environment = {k: v for k, v in os.environ.items() if k != "REAGENT_API_KEY"}
+    environment.update({"REAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1", **env})
     return subprocess.run([sys.executable, "-m", "reagent_local", *args], capture_output=True, text=True,
                           env=environment, timeout=120)
 

@@ -52,7 +52,10 @@ class Service:
         loop = asyncio.get_running_loop()
         self.live = LiveRuns(loop)
         self.worker = Worker(self.agent.ask, loop, max_queue=self.settings.max_queue)
-        self.log.listeners.extend([self.live.listen, self.worker.listen])
+        live = self.live
+        # a run whose closing could not be logged (a broken log) still ends for its watchers
+        self.worker.on_end = lambda job, kind: live.listen("finish", job.run_id, kind)
+        self.log.listeners.extend([live.listen, self.worker.listen])
         self.worker.start()
 
     def stop(self, reason: str = STOPPED) -> None:

@@ -63,6 +63,7 @@ class Worker:
                  seconds_per_run: float = 30.0) -> None:
         self._ask = ask
         self.loop = loop
+        self.on_end: Callable[[Job, str], None] | None = None  # told when a job has ended, in the worker thread
         self.max_queue = max_queue
         self.seconds_per_run = seconds_per_run  # running mean of finished runs, for Retry-After
         self.current: Job | None = None
@@ -166,6 +167,8 @@ class Worker:
                 self._tell_positions()
             started = time.monotonic()
             kind, detail = self._answer(job)
+            if self.on_end is not None and job.run_id is not None:
+                self.on_end(job, kind)
             with self._cond:
                 job.state = kind
                 self.counts[kind] += 1
