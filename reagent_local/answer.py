@@ -49,6 +49,8 @@ class Answer:
     signals: tuple[str, ...] = ()  # conflict signals that fired (two-roads, low-confidence, ...)
     # the answer held before the first global rollback; None when backtracking fired before any answer existed
     answer_before_backtracking: str | None = None
+    # the two roads when they disagreed: {"chain", "whole", "winner", "judged", "reason"}; None otherwise
+    roads: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

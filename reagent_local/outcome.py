@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .agents.evidence import is_unknown
 from .answer import Answer, PassageRef, SubQuestionResult
@@ -36,7 +36,7 @@ def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
         seconds=time.monotonic() - calls.budget.started, llm_seconds=calls.llm_seconds, uncertain=uncertain,
         uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
         rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.signals)),
-        answer_before_backtracking=_before_backtracking(run, final))
+        answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run))
     run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
     run.ws.finish(final, status, {
         "uncertain": uncertain, "uncertain_reason": reason, "llm_calls": answer.llm_calls,
@@ -47,6 +47,16 @@ def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
         "rules_fired": list(answer.rules_fired), "signals": list(answer.signals),
         "answer_before_backtracking": answer.answer_before_backtracking}, uncertain=uncertain)
     return answer
+
+
+def _roads(run: "QuestionRun") -> dict[str, Any] | None:
+    """The two roads' answers and the supervisor's verdict, when the roads disagreed."""
+    verdict = run.verdict
+    if verdict is None:
+        return None
+    chain, whole = (verdict.winner, verdict.loser) if verdict.winner.name == "chain" else (verdict.loser, verdict.winner)
+    return {"chain": chain.answer, "whole": whole.answer, "winner": verdict.winner.name,
+            "judged": verdict.judged, "reason": verdict.reason}
 
 
 def _before_backtracking(run: "QuestionRun", final: str) -> str | None:

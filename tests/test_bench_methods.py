@@ -140,6 +140,7 @@ class FakeAnswer:
     rules_fired: tuple = ("chain-last-step",)
     signals: tuple = ("two-roads",)
     answer_before_backtracking: str | None = "Yes"
+    roads: dict | None = None
 
 
 class FakePipeline:

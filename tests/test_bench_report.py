@@ -164,3 +164,27 @@ def test_backtracking_accounting_in_the_report(tmp_path: Path) -> None:
     assert "- reagent-both; fixed q1; broken q2" in table
     assert "| reagent-both | 5 | 3 | 1 | 1 | +0.090 |" in table
     assert "Questions filtered by --ids `/splits/hotpotqa-test.txt` (170 ids) before the draw." in table
+
+
+def test_the_roads_verdicts_in_the_report(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    config = {"dataset": "hotpotqa", "file": "/data/h.json", "seed": 13, "n": 3, "question_ids": ["q1", "q2", "q3"],
+              "methods": ["reagent-both"], "model": {"id": "m"}}
+    (folder / "config.json").write_text(json.dumps(config))
+
+    def roads(chain: str, whole: str, winner: str, judged: bool = False) -> dict:
+        return {"chain": chain, "whole": whole, "winner": winner, "judged": judged, "reason": "r"}
+
+    records = [  # rec's gold answer for q is "gold q"
+        rec("reagent-both", "q1", "gold q1", 1.0, 1.0, roads=roads("wrong", "gold q1", "whole question")),
+        rec("reagent-both", "q2", "wrong", 0.0, 0.0, roads=roads("gold q2", "wrong", "whole question", judged=True)),
+        rec("reagent-both", "q3", "x", 0.0, 0.0, roads=roads("x", "y", "chain")),
+    ]
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = write_report(folder)
+    assert summary["roads"] == {"reagent-both": {"settled": 3, "judged": 1, "better": ["q1"], "worse": ["q2"],
+                                                 "equal": 1, "chain_kept": 1}}
+    table = (folder / "results.md").read_text()
+    assert "| reagent-both | 3 | 1 | 1 | 1 | 1 | 1 |" in table
+    assert "- reagent-both; kept the better q1; kept the worse q2" in table

@@ -357,6 +357,7 @@ def test_a_trusted_chain_needs_no_second_road(index, log):
     llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
     answer = pipeline(llm, roads_index(index), log, two_roads=True).ask(MOTHER_Q)
     assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0} and answer.signals == ()
+    assert answer.roads is None
     (signal,) = [e for e in log.events(answer.run_id) if e.type == "signal"]
     assert not signal.payload["fired"] and "trusted: rule chain-last-step" in signal.payload["detail"]
     assert len(llm.requests_for("SubAnswer")) == 2  # the two steps; the whole question was not read
@@ -387,6 +388,18 @@ def test_a_chain_that_loses_to_the_whole_question_is_rolled_back_at_its_weakest_
     assert checkpoint.label == "before step 2"  # the weaker step, not the whole plan
     assert llm.requests_for("OptionAnswer") == []  # the confidence lead settled it
     assert [s.answer for s in answer.subquestions] == ["Mara Lind", "Ilse Lind"]
+    assert answer.roads == {"chain": "the painter", "whole": "Ilse Lind", "winner": "whole question",
+                            "judged": False, "reason": answer.roads["reason"]} and answer.roads["reason"]
+
+
+def test_read_trusted_chains_meets_a_trusted_chain_with_the_whole_question(index, log):
+    llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True, read_trusted_chains=True).ask(MOTHER_Q)
+    assert len(llm.requests_for("SubAnswer")) == 3  # the whole question was read despite the trusted chain
+    assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0}
+    assert answer.roads is not None and answer.roads["winner"] == "chain" and "trusted" in answer.roads["reason"]
+    signal = next(e for e in log.events(answer.run_id) if e.type == "signal" and e.payload["fired"])
+    assert signal.payload["values"]["chain_trusted"] is True and signal.payload["values"]["whole_problem"] is None
 
 
 def test_close_roads_both_in_doubt_are_settled_by_the_supervisors_choice(index, log):

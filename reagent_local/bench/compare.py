@@ -68,6 +68,21 @@ def backtracking_effect(records: Sequence[Record]) -> Record:
     }
 
 
+def roads_verdicts(records: Sequence[Record]) -> Record:
+    """How the supervisor settled the two roads where they disagreed: did the answer it kept score better
+    (F1 against the gold answers) than the one it dropped? Scored on the roads' answers, before any redo."""
+    settled = [r for r in records if r.get("roads")]
+    better, worse, equal, judged = [], [], [], 0
+    for record in settled:
+        roads = record["roads"]
+        kept, dropped = (roads["chain"], roads["whole"]) if roads["winner"] == "chain" else (roads["whole"], roads["chain"])
+        gain = best_em_f1(kept, record["answers"])[1] - best_em_f1(dropped, record["answers"])[1]
+        (better if gain > 0 else worse if gain < 0 else equal).append(record["id"])
+        judged += bool(roads.get("judged"))
+    return {"settled": len(settled), "judged": judged, "better": better, "worse": worse, "equal": len(equal),
+            "chain_kept": sum(1 for r in settled if r["roads"]["winner"] == "chain")}
+
+
 def pairs(records: Sequence[Record], method: str, other: str) -> list[tuple[Record, Record]]:
     """(method's record, other's record) for every question both answered, in ``method``'s order."""
     theirs = {r["id"]: r for r in records if r["method"] == other}

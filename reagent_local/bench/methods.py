@@ -41,6 +41,7 @@ class MethodResult:
     answer_before_backtracking: str | None = None  # the answer held before the first rollback
     rules_fired: list[str] = field(default_factory=list)
     signals: list[str] = field(default_factory=list)  # names of the conflict signals that fired
+    roads: dict[str, Any] | None = None  # the two roads and the verdict, when they disagreed
 
 
 class Method(Protocol):

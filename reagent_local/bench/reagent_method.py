@@ -47,4 +47,5 @@ class ReagentMethod:
             rules_fired=list(answer.rules_fired),
             signals=list(answer.signals),
             answer_before_backtracking=answer.answer_before_backtracking,
+            roads=answer.roads,
         )

@@ -15,7 +15,8 @@ from collections import Counter
 from statistics import mean
 from typing import Any, Iterable, Sequence
 
-from .compare import NONE_METHOD, against_none, backtracking_effect, duel_pairs, has_backtracking, head_to_head, same_answer
+from .compare import (NONE_METHOD, against_none, backtracking_effect, duel_pairs, has_backtracking, head_to_head,
+                      roads_verdicts, same_answer)
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import read_run_config, write_json
 
@@ -96,6 +97,8 @@ def comparisons(methods: Sequence[str], records: Sequence[dict[str, Any]]) -> di
     return {
         "backtracking": {m: backtracking_effect([r for r in records if r["method"] == m])
                          for m in present if has_backtracking(m, records)},
+        "roads": {m: verdicts for m in present
+                  if (verdicts := roads_verdicts([r for r in records if r["method"] == m]))["settled"]},
         "against_reagent_none": {m: against_none(records, m) for m in others} if has_none else {},
         "backtracking_changed_answers": {m: changed_answers(records, NONE_METHOD, m) for m in others} if has_none else {},
         "head_to_head": {f"{m} vs {o}": head_to_head(records, m, o) for m, o in duel_pairs(present)},
@@ -199,6 +202,22 @@ def backtracking_lines(effects: dict[str, Any]) -> list[str]:
     return lines
 
 
+def roads_lines(verdicts: dict[str, Any]) -> list[str]:
+    """Per method: where the two roads disagreed, whether the supervisor kept the better answer (by F1)."""
+    if not verdicts:
+        return []
+    lines = ["", "## The two roads", "",
+             "Where the chain's answer and the whole question's disagreed: the answer the supervisor kept against "
+             "the one it dropped, by F1 against the gold answers (before any redo of the chain).", "",
+             "| method | disagreements | chain kept | judged by the model | kept the better | kept the worse | equal |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {m} | {v['settled']} | {v['chain_kept']} | {v['judged']} | {len(v['better'])} | {len(v['worse'])} "
+              f"| {v['equal']} |" for m, v in verdicts.items()]
+    lines += [f"- {m}{_ids('kept the better', v['better'])}{_ids('kept the worse', v['worse'])}"
+              for m, v in verdicts.items() if v["better"] or v["worse"]]
+    return lines
+
+
 def against_none_lines(paired: dict[str, Any]) -> list[str]:
     """Each ReAgent setting against reagent-none on the same questions."""
     if not paired:
@@ -241,6 +260,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
     lines = [
         *method_lines(summary),
         *backtracking_lines(summary.get("backtracking", {})),
+        *roads_lines(summary.get("roads", {})),
         *against_none_lines(summary.get("against_reagent_none", {})),
         *duel_lines(summary.get("head_to_head", {})),
         *change_lines(summary.get("backtracking_changed_answers", {})),

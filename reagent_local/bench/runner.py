@@ -80,6 +80,7 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
                               result.answer_before_backtracking),
         "rules_fired": list(result.rules_fired),
         "signals": list(result.signals),
+        "roads": result.roads,
         "run_id": result.run_id,
         "uncertain": result.uncertain,
         "error": result.error,
