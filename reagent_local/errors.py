@@ -91,3 +91,7 @@ class QuestionError(ReagentError):
 
 class BenchRunError(ReagentError):
     """A benchmark run cannot start or resume (bad sample size, mismatched run folder, ...)."""
+
+
+class ClusterError(ReagentError):
+    """Ray is missing, a Ray address does not answer, or a shard or question failed on the cluster."""

@@ -183,6 +183,19 @@ def _progress(console: Any) -> Any:
                     TextColumn("{task.fields[score]}"), TimeElapsedColumn(), console=console)
 
 
+def answer_one(method: Method, question: Question) -> dict[str, Any]:
+    """The record of one built method answering one question (a model failure is an error record)."""
+    start = time.perf_counter()
+    try:
+        result = method.answer(question.question)
+    except LLMOutputError as exc:  # a user method that did not catch its own
+        result = MethodResult(prediction="", error=error_text(exc))
+    return make_record(method.name, question, result, time.perf_counter() - start)
+
+
+AnswerAll = Callable[[Sequence[Question], Sequence[str], MethodContext, RecordStore, Any], None]
+
+
 def _answer_all(sample: Sequence[Question], methods: Sequence[str], ctx: MethodContext, store: RecordStore,
                 console: Any) -> None:
     """Answer every (question, method) pair not yet in the store, question by question."""
@@ -208,12 +221,7 @@ def _answer_all(sample: Sequence[Question], methods: Sequence[str], ctx: MethodC
                     continue
                 if name not in built:
                     built[name] = build_method(name, ctx)
-                start = time.perf_counter()
-                try:
-                    result = built[name].answer(question.question)
-                except LLMOutputError as exc:  # a user method that did not catch its own
-                    result = MethodResult(prediction="", error=error_text(exc))
-                record = make_record(name, question, result, time.perf_counter() - start)
+                record = answer_one(built[name], question)
                 store.append(record)
                 scores.add(record)
                 if progress is not None:
@@ -253,6 +261,7 @@ def run_benchmark(
     ids: IdsSource | None = None,
     exclude_ids: IdsSource | None = None,
     index: str | None = None,
+    answer_all: AnswerAll | None = None,
 ) -> RunOutcome:
     """Answer ``n`` questions drawn with ``seed`` by each method; write records, summary, table and chart.
 
@@ -261,6 +270,8 @@ def run_benchmark(
     instead of the file's open-corpus index (built on first need). ``llm`` and
     ``retriever`` default to the configured model and that index; pass fakes to drive
     the runner in tests. ``console`` (a rich Console) turns on the progress bars.
+    ``answer_all`` replaces the loop that answers the (method, question) pairs not yet
+    in the folder (``reagent_local.cluster`` passes one that fans them out to Ray actors).
     """
     methods = check_methods(list(methods))
     if index is not None and retriever is not None:
@@ -289,7 +300,7 @@ def run_benchmark(
             store = RecordStore(out / RECORDS_FILE)
             resumed = len(store.records)
             try:
-                _answer_all(sample, methods, ctx, store, console)
+                (answer_all or _answer_all)(sample, methods, ctx, store, console)
             finally:
                 store.close()
                 ctx.close()

@@ -15,10 +15,11 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from ..errors import CorpusFormatError, DatasetFormatError
-from .wikidump import iter_pages, open_maybe_compressed
+from .passages import split_passages
+from .wikidump import RawPage, iter_pages, open_maybe_compressed
 from .wikitext import strip_wikitext
 
 FORMATS = ("wikixml", "jsonl", "json", "tsv", "hotpotqa", "2wiki", "musique")
@@ -127,9 +128,20 @@ def read_wikixml(path: Path) -> Iterator[Document]:
     Every article is yielded, even one whose text strips to nothing, so that
     "the first N articles" means the same here as in the knowledge-graph builder.
     """
-    for page in iter_pages(path):
+    return articles(iter_pages(path))
+
+
+def articles(pages: Iterable[RawPage]) -> Iterator[Document]:
+    """The articles among dump pages, as plain-text documents (what ``read_wikixml`` yields)."""
+    for page in pages:
         if page.is_article:
             yield Document(page.title, strip_wikitext(page.wikitext))
+
+
+def document_passages(document: Document) -> list[str]:
+    """The passages an index holds for one document, in order (empty pieces dropped)."""
+    pieces = split_passages(document.text) if document.split else [document.text.strip()]
+    return [text for text in pieces if text]
 
 
 def read_jsonl(path: Path) -> Iterator[Document]:

@@ -58,41 +58,54 @@ def iter_pages(path: Path) -> Iterator[RawPage]:
     or is not XML at all.
     """
     path = Path(path)
+    try:
+        stream = open_maybe_compressed(path)
+    except OSError as exc:
+        raise CorpusFormatError(f"{path} could not be read ({exc})", hint="check the file and its permissions") from None
+    with stream:
+        yield from parse_pages(stream, str(path))
+
+
+def parse_pages(stream: IO[bytes], label: str) -> Iterator[RawPage]:
+    """Yield the pages of MediaWiki XML read from ``stream`` (``label`` names it in errors).
+
+    Also reads a piece of a dump (some pages wrapped in ``<mediawiki>``), as a worker
+    of a sharded build does.
+    """
     saw_root = False
     try:
-        with open_maybe_compressed(path) as stream:
-            context = ET.iterparse(stream, events=("start", "end"))
-            root = None
-            for event, elem in context:
-                name = _local(elem.tag)
-                if event == "start":
-                    if root is None:
-                        root = elem
-                        if name != "mediawiki":
-                            raise CorpusFormatError(
-                                f"{path} is XML but not a MediaWiki export (root element <{name}>)",
-                                hint="pass a *pages-articles*.xml[.bz2] dump, or choose --format jsonl|tsv",
-                            )
-                        saw_root = True
-                    continue
-                if name != "page":
-                    continue
-                yield _page_from_element(elem)
-                elem.clear()
-                if root is not None:
-                    root.clear()  # drop references to finished pages
+        context = ET.iterparse(stream, events=("start", "end"))
+        root = None
+        for event, elem in context:
+            name = _local(elem.tag)
+            if event == "start":
+                if root is None:
+                    root = elem
+                    if name != "mediawiki":
+                        raise CorpusFormatError(
+                            f"{label} is XML but not a MediaWiki export (root element <{name}>)",
+                            hint="pass a *pages-articles*.xml[.bz2] dump, or choose --format jsonl|tsv",
+                        )
+                    saw_root = True
+                continue
+            if name != "page":
+                continue
+            yield _page_from_element(elem)
+            elem.clear()
+            if root is not None:
+                root.clear()  # drop references to finished pages
     except ET.ParseError as exc:
         raise CorpusFormatError(
-            f"{path} is not a valid MediaWiki XML dump ({exc})",
+            f"{label} is not a valid MediaWiki XML dump ({exc})",
             hint="pass a *pages-articles*.xml or .xml.bz2 export; a truncated download must be fetched again",
         ) from None
     except (EOFError, OSError) as exc:
         raise CorpusFormatError(
-            f"{path} could not be decompressed or read to the end ({exc})",
+            f"{label} could not be decompressed or read to the end ({exc})",
             hint="the file is truncated or corrupt: download it again",
         ) from None
     if not saw_root:
-        raise CorpusFormatError(f"{path} is empty", hint="pass a MediaWiki XML dump")
+        raise CorpusFormatError(f"{label} is empty", hint="pass a MediaWiki XML dump")
 
 
 def _page_from_element(elem: ET.Element) -> RawPage:
