@@ -29,9 +29,9 @@ from ..paths import file_sha256, is_disk_full, unwritable_reason
 from .dense import build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, make_embedder
 from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
-from .passages import TARGET_WORDS, index_text, split_passages
+from .passages import TARGET_WORDS, index_text
 from .progress import Reporter, reporter
-from .readers import FORMATS, detect_format, read_documents
+from .readers import FORMATS, detect_format, document_passages, read_documents
 from .sparse import SUBDIR as BM25_DIR
 from .sparse import build_bm25
 from .store import FILENAME as PASSAGES_FILE
@@ -40,6 +40,10 @@ from .swap import recover, swap_in
 
 SHARD_SIZE = 4096
 STATE = "build-state.json"
+# Writes the passage table (and may write every embedding shard ahead) instead of reading SOURCE here;
+# called as step(source=, fmt=, limit=, folder=, key=, report=) -> (documents, passages, manifest extra).
+# reagent_local.cluster passes one that runs the reading and embedding on Ray workers.
+PassageStep = Callable[..., tuple[int, int, dict]]
 _VERSIONED = ("faiss-cpu", "bm25s", "PyStemmer", "sentence-transformers", "torch", "duckdb", "mwparserfromhell", "numpy")
 
 
@@ -92,10 +96,8 @@ def _write_passages(source: Path, fmt: str, folder: Path, limit: int | None, rep
         for document in read_documents(source, fmt):
             if limit is not None and documents >= limit:
                 break
-            pieces = split_passages(document.text) if document.split else [document.text.strip()]
-            for text in pieces:
-                if text:
-                    writer.add(document.title, text)
+            for text in document_passages(document):
+                writer.add(document.title, text)
             documents += 1
             report.advance(handle)
         report.finish(handle)
@@ -176,6 +178,7 @@ def build_index(
     faiss_type: str = "auto",
     embedder: Embedder | HashEmbedder | None = None,
     log: Callable[[str], None] = lambda _msg: None,
+    passage_step: PassageStep | None = None,
 ) -> Path:
     """Build index ``name`` from ``source`` and return its folder (``config.paths.indexes / name``).
 
@@ -183,6 +186,7 @@ def build_index(
     (articles, lines, rows or paragraphs); ``kg`` also extracts the infobox knowledge
     graph when the source is a dump; ``force`` replaces an existing index. A build of
     a name another process is building waits for it (``log`` says for whom).
+    ``passage_step`` replaces the passage step (see ``PassageStep``).
     """
     began = time.perf_counter()
     validate_name(name)
@@ -221,7 +225,8 @@ def build_index(
             _refuse_existing(final, force)  # it may have been built while this process waited
             state = _load_state(folder, key, report)
             try:
-                manifest = _run_steps(source, fmt, limit, with_kg, faiss_type, embedder, folder, state, report)
+                manifest = _run_steps(source, fmt, limit, with_kg, faiss_type, embedder, folder, state, report,
+                                      passage_step)
             except ReagentError as exc:
                 shutil.rmtree(folder, ignore_errors=True)  # bad input: nothing half-built stays
                 if is_disk_full(exc):  # the KG builder reports a full disk as its own error
@@ -268,12 +273,17 @@ def file_sizes(folder: Path) -> dict[str, int]:
 
 
 def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_type: str,
-               embedder: Embedder | HashEmbedder, folder: Path, state: dict, report: Reporter) -> dict:
+               embedder: Embedder | HashEmbedder, folder: Path, state: dict, report: Reporter,
+               passage_step: PassageStep | None = None) -> dict:
     """Passages, embeddings, FAISS, BM25, knowledge graph; returns the manifest body."""
     seconds = state["seconds"]
     if state["passages"] is None:
         began = time.perf_counter()
-        state["documents"], state["passages"] = _write_passages(source, fmt, folder, limit, report)
+        if passage_step is None:
+            state["documents"], state["passages"] = _write_passages(source, fmt, folder, limit, report)
+        else:
+            state["documents"], state["passages"], state["extra"] = passage_step(
+                source=source, fmt=fmt, limit=limit, folder=folder, key=state["key"], report=report)
         seconds["passages"] = round(time.perf_counter() - began, 3)
         _write_json(folder / STATE, state)
     count = state["passages"]
@@ -298,6 +308,7 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl", "json") else None,
         "embedder": {"name": embedder.name, "dimension": dimension},
         "embedding": embedding, "faiss": faiss_info, "bm25": bm25_info, "seconds": seconds,
+        **state.get("extra", {}),
     }
     if with_kg:
         from ..kg.build import build_kg
