@@ -82,6 +82,7 @@ class RetrievalConfig:
     passage_chars: int = 700  # passages are cut to this many characters in prompts
     rrf_k: int = 60
     use_kg: bool = True
+    nprobe: int = 0  # IVF-PQ indexes: cells scanned per search (0: the index's own default, in its manifest)
 
 
 # The backtracking ablation modes and what each switches on: (local, global).

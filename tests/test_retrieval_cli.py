@@ -90,3 +90,25 @@ def test_bench_retrieval_reports_recall_and_latency(env):
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["n"] == 1 and "p50 ms" in result.output
     assert len([p for p in Path(config.paths.indexes).iterdir() if p.suffix != ".lock"]) == 1  # the index was reused
+
+
+def test_bench_retrieval_on_another_faiss_type_converts_the_auto_index(env):
+    tmp_path, _ = env
+    data = tmp_path / "hotpot.json"
+    data.write_text(json.dumps(HOTPOT))
+    config = load_config()
+    flat = run_retrieval_bench(data, config, dataset="hotpotqa")
+    hnsw = run_retrieval_bench(data, config, dataset="hotpotqa", faiss_type="hnsw")
+    assert hnsw["index"] == flat["index"] + "-hnsw" and hnsw["faiss"]["type"] == "hnsw"
+    assert hnsw["modes"]["dense"]["recall"] == flat["modes"]["dense"]["recall"]  # 4 vectors: HNSW is exact
+    manifest = json.loads((Path(config.paths.indexes) / hnsw["index"] / "manifest.json").read_text())
+    assert manifest["converted_from"]["index"] == flat["index"] and "embedding" in manifest
+    out = tmp_path / "pq.json"
+    result = CliRunner().invoke(cli, ["bench", "retrieval", "--dataset", "hotpotqa", "--file", str(data),
+                                      "--faiss", "ivfpq", "--nprobe", "4", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["faiss"]["type"] == "flat" and report["faiss"]["requested"] == "ivfpq"  # 4 passages: too few
+    assert "FAISS flat" in result.output
+    found = CliRunner().invoke(cli, ["search", "Actrius", "--index", hnsw["index"], "--nprobe", "3", "-k", "1"])
+    assert found.exit_code == 0 and found.output.startswith("1. Actrius"), found.output

@@ -18,14 +18,18 @@ from .common import config_from, echo_json
               "(-k default 10).")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.option("--chars", type=int, default=300, show_default=True, help="Characters of each passage to show (0: all).")
-def search(query: str, index_name: str | None, k: int | None, mode: str | None, kg: bool, as_json: bool, chars: int) -> None:
+@click.option("--nprobe", type=click.IntRange(min=1), default=None,
+              help="IVF-PQ indexes: cells the dense search scans (default: retrieval.nprobe, else the index's own).")
+def search(query: str, index_name: str | None, k: int | None, mode: str | None, kg: bool, as_json: bool, chars: int,
+           nprobe: int | None) -> None:
     """Search QUERY and print the ranked passages with title, score and id (--kg: graph triples)."""
     from ..retrieval import Index
 
     if kg:
         _search_graph(query, index_name, k, as_json)
         return
-    config = config_from(retrieval__index=index_name, retrieval__top_k=k, retrieval__mode=mode)
+    config = config_from(retrieval__index=index_name, retrieval__top_k=k, retrieval__mode=mode,
+                         retrieval__nprobe=nprobe)
     r = config.retrieval
     with Index.open(r.index, config) as index:
         hits = index.search(query, k=r.top_k, mode=r.mode)

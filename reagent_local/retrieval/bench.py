@@ -20,20 +20,38 @@ from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import IndexNotFoundError
 from .build import build_index
+from .convert import convert_index
+from .dense import choose_type
 from .index import MODES, Index
 from .layout import benchmark_index_name, folder_size
 
 KS = (2, 5, 10)
 
 
-def open_benchmark_index(file: Path, dataset: str | None, config: Config, *, progress: bool = False) -> Index:
-    """The open-corpus index of a benchmark file, built first when it does not exist yet."""
+def open_benchmark_index(file: Path, dataset: str | None, config: Config, *, progress: bool = False,
+                         faiss_type: str = "auto") -> Index:
+    """The open-corpus index of a benchmark file, built first when it does not exist yet.
+
+    With ``faiss_type`` other than auto (and other than what the auto index holds), the
+    index ``<name>-<type>`` is made from the auto index's vectors (``convert_index``), so
+    FAISS types are compared on the same passages, vectors and BM25.
+    """
     name = benchmark_index_name(file)
     try:
-        return Index.open(name, config)
+        index = Index.open(name, config)
     except IndexNotFoundError:
         build_index(file, name, config, fmt=dataset or "auto", kg=False, progress=progress)
-        return Index.open(name, config)
+        index = Index.open(name, config)
+    choose_type(faiss_type, 0)  # an unknown type is refused before any work
+    if faiss_type in ("auto", (index.manifest.get("faiss") or {}).get("type")):
+        return index
+    index.close()
+    variant = f"{name}-{faiss_type}"
+    try:
+        return Index.open(variant, config)
+    except IndexNotFoundError:
+        convert_index(name, variant, config, faiss_type)
+        return Index.open(variant, config)
 
 
 def _found(question: Question, titles: Sequence[str], texts: Sequence[str]) -> list[bool]:
@@ -55,8 +73,14 @@ def run_retrieval_bench(
     ks: Sequence[int] = KS,
     modes: Sequence[str] = MODES,
     progress: bool = False,
+    faiss_type: str = "auto",
+    nprobe: int | None = None,
 ) -> dict:
-    """Recall@k per mode and latency percentiles over the sampled questions; returns the report."""
+    """Recall@k per mode and latency percentiles over the sampled questions; returns the report.
+
+    ``faiss_type`` picks the dense index (see ``open_benchmark_index``); ``nprobe`` the
+    cells an IVF-PQ search scans (default: the index's own).
+    """
     from ..bench.sampling import sample_questions  # the same draw as the QA benchmark runner
 
     file = Path(file)
@@ -65,15 +89,17 @@ def run_retrieval_bench(
     sample = [q for q in sample_questions(questions, n, seed) if q.supporting or q.supporting_titles]
     depth = max(ks)
     report: dict = {"dataset": dataset, "file": str(file), "n": len(sample), "seed": seed, "ks": list(ks), "modes": {}}
-    with open_benchmark_index(file, dataset, config, progress=progress) as index:
+    with open_benchmark_index(file, dataset, config, progress=progress, faiss_type=faiss_type) as index:
         report["index"] = index.name
         report["passages"] = index.manifest["passages"]
+        report["faiss"] = index.manifest.get("faiss")
+        report["nprobe"] = nprobe
         index.search(sample[0].question if sample else "warm up", k=depth, mode="hybrid")  # load models and files
         for mode in modes:
             latencies, hits_found = [], []
             for question in sample:
                 began = time.perf_counter()
-                hits = index.search(question.question, k=depth, mode=mode)
+                hits = index.search(question.question, k=depth, mode=mode, nprobe=nprobe)
                 latencies.append((time.perf_counter() - began) * 1000)
                 titles = [h.passage.title for h in hits]
                 texts = [h.passage.text for h in hits]
@@ -104,8 +130,10 @@ def format_table(report: dict) -> str:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+    faiss = report.get("faiss") or {}
+    probe = f", nprobe {report['nprobe'] or (faiss.get('params') or {}).get('nprobe')}" if faiss.get("type") == "ivfpq" else ""
     title = (f"{report['dataset']}: {report['n']} questions, open corpus of {report['passages']} passages "
-             f"(index {report['index']})")
+             f"(index {report['index']}, FAISS {faiss.get('type', '?')}{probe})")
     return "\n".join([title, *lines])
 
 

@@ -17,7 +17,7 @@ import shutil
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import duckdb
 import numpy as np
@@ -26,7 +26,7 @@ from ..config import Config
 from ..errors import IndexBuildError, ReagentError
 from ..locks import holder_of
 from ..paths import file_sha256, is_disk_full, unwritable_reason
-from .dense import build_faiss, choose_type
+from .dense import ShardVectors, build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, make_embedder
 from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
 from .passages import TARGET_WORDS, index_text
@@ -150,11 +150,6 @@ def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | H
     rate = done / seconds if seconds else None
     return {"passages": done, "reused": reused, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
             "passages_per_second": rate}
-
-
-def _iter_shards(folder: Path, count: int) -> Iterator[np.ndarray]:
-    for number in range((count + SHARD_SIZE - 1) // SHARD_SIZE):
-        yield np.load(_shard_path(folder, number))
 
 
 def _check_kg_available() -> None:
@@ -293,9 +288,10 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         embedding = _embed(store, count, folder, embedder, report)
         seconds["embedding"] = round(time.perf_counter() - began, 3)
         embedding["step_cpu_seconds"] = round(time.process_time() - cpu_began, 3)
-        dimension = int(np.load(_shard_path(folder, 0), mmap_mode="r").shape[1])
+        vectors = ShardVectors([_shard_path(folder, n) for n in range((count + SHARD_SIZE - 1) // SHARD_SIZE)])
+        dimension = vectors.dimension
         began = time.perf_counter()
-        faiss_info = build_faiss(_iter_shards(folder, count), choose_type(faiss_type, count), dimension, folder / "dense.faiss")
+        faiss_info = build_faiss(vectors, choose_type(faiss_type, count), folder / "dense.faiss")
         seconds["faiss"] = round(time.perf_counter() - began, 3)
         began = time.perf_counter()
         bm25_info = build_bm25((index_text(t, x) for t, x in store.iter_range(0, count)), folder / BM25_DIR)

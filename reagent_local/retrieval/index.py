@@ -15,7 +15,7 @@ import numpy as np
 
 from ..config import Config
 from ..errors import IndexCorruptError, IndexMismatchError, QuestionError, ReagentError
-from .dense import load_faiss, search_faiss
+from .dense import is_ivf, load_faiss, search_faiss
 from .embed import Embedder, HashEmbedder, configured_dimension, make_embedder
 from .fusion import rrf
 from .layout import read_manifest, rebuild_command, resolve_index
@@ -94,6 +94,7 @@ class Index:
         self._store: PassageStore | None = None
         self._faiss = None
         self._sparse: SparseIndex | LegacySparseIndex | None = None
+        self._ivf = False
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="reagent-search")
 
     @classmethod
@@ -126,7 +127,7 @@ class Index:
                 store = PassageStore(self.path / PASSAGES_FILE)
                 _expect(passages, store.count(), "passages")
             with self._reading("dense.faiss"):
-                dense = load_faiss(self.path / "dense.faiss")
+                dense = load_faiss(self.path / "dense.faiss", (self.manifest.get("faiss") or {}).get("type"))
                 _expect(passages, dense.ntotal, "vectors")
             if dense.d != self.manifest["embedder"]["dimension"]:
                 raise IndexMismatchError(
@@ -139,7 +140,7 @@ class Index:
                 _expect(passages, sparse.size, "documents")
             if self._embedder is None:
                 self._embedder = make_embedder(self.manifest["embedder"]["name"])
-            self._store, self._faiss, self._sparse = store, dense, sparse
+            self._store, self._faiss, self._sparse, self._ivf = store, dense, sparse, is_ivf(dense)
 
     @contextmanager
     def _reading(self, part: str) -> Iterator[None]:
@@ -154,35 +155,42 @@ class Index:
             raise IndexCorruptError(f"{where} is truncated or damaged ({detail})",
                                     hint=f"rebuild the index: `{rebuild_command(self.manifest, self.name)}`") from None
 
-    def _dense(self, query: str, depth: int) -> tuple[list[int], list[float]]:
+    def _dense(self, query: str, depth: int, nprobe: int | None) -> tuple[list[int], list[float]]:
         vector = self._embedder.encode([query])[0]
-        return search_faiss(self._faiss, vector, depth)
+        return search_faiss(self._faiss, vector, depth, nprobe if self._ivf else None)
 
-    def _ranked(self, query: str, k: int, mode: str) -> list[tuple[int, float]]:
+    def _ranked(self, query: str, k: int, mode: str, nprobe: int | None) -> list[tuple[int, float]]:
         if mode == "dense":
-            rows, scores = self._dense(query, k)
+            rows, scores = self._dense(query, k, nprobe)
             return list(zip(rows, scores))
         if mode == "sparse":
             rows, scores = self._sparse.search(query, k)
             return list(zip(rows, scores))
         depth = max(k, HYBRID_DEPTH)
-        dense = self._pool.submit(self._dense, query, depth)
+        dense = self._pool.submit(self._dense, query, depth, nprobe)
         sparse = self._pool.submit(self._sparse.search, query, depth)
         # Sparse first: on a tie in fused score BM25's order wins (it is the sharper of
         # the two on entity names, which multi-hop sub-questions are full of).
         fused = rrf([sparse.result()[0], dense.result()[0]], k=self.config.retrieval.rrf_k)
         return fused[:k]
 
-    def search(self, query: str, k: int = 5, mode: str = "hybrid") -> list[Hit]:
-        """The k best passages for ``query``; hybrid runs dense and sparse in parallel and fuses by RRF."""
+    def search(self, query: str, k: int = 5, mode: str = "hybrid", *, nprobe: int | None = None) -> list[Hit]:
+        """The k best passages for ``query``; hybrid runs dense and sparse in parallel and fuses by RRF.
+
+        ``nprobe`` (IVF-PQ indexes only) is how many cells the dense search scans; default
+        ``retrieval.nprobe``, and when that is 0 the value the build recorded.
+        """
         if mode not in MODES:
             raise ReagentError(f"unknown search mode {mode!r}", hint=f"choose one of {', '.join(MODES)}")
         if not query or not query.strip():
             raise QuestionError("the search query is empty", hint="pass some words to search for")
         if k < 1:
             raise ReagentError(f"k must be at least 1, got {k}")
+        nprobe = nprobe if nprobe is not None else self.config.retrieval.nprobe
+        if nprobe < 0:
+            raise ReagentError(f"nprobe must be at least 1 (or 0 for the index's default), got {nprobe}")
         self._load()
-        ranked = self._ranked(query, k, mode)
+        ranked = self._ranked(query, k, mode, nprobe or None)
         with self._reading(PASSAGES_FILE):
             passages = self._store.by_rows([row for row, _ in ranked])
         return [Hit(passages[row], score, rank) for rank, (row, score) in enumerate(ranked, 1) if row in passages]
