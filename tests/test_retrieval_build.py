@@ -49,7 +49,7 @@ def test_build_writes_a_complete_manifest(built):
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["reader"] == "jsonl" and manifest["documents"] == 6
     assert manifest["passages"] == 5 + 4  # the 320-word article gives 4 passages
-    assert manifest["embedder"] == {"name": "hash-64", "dimension": 64}
+    assert manifest["embedder"] == {"name": "hash-64", "dimension": 64, "backend": "hash"}
     assert manifest["faiss"]["type"] == "flat" and manifest["faiss"]["count"] == manifest["passages"]
     assert len(manifest["source"]["sha256"]) == 64 and manifest["build_seconds"] > 0
     assert manifest["embedding"]["passages"] == manifest["passages"]

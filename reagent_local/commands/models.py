@@ -73,3 +73,24 @@ def path_cmd(name: str) -> None:
     """Print the file path of a pulled model."""
     path, _ = registry.resolve_model(name, config_from().paths.models)
     click.echo(str(path))
+
+
+@models.command(name="export-embedder")
+@click.option("--force", is_flag=True, help="Export again even when a good export exists.")
+def export_embedder_cmd(force: bool) -> None:
+    """Export the sentence embedder to ONNX (fp32 and int8), from its local weights, offline.
+
+    Searches and builds do this on first use of an ONNX backend; run it ahead to pay
+    the ~30 s once, or with --force after changing onnxruntime. Prints the files and how
+    closely each agrees with PyTorch.
+    """
+    from ..retrieval.onnx_embed import ensure_export
+
+    config = config_from()
+    backend = config.retrieval.embedder_backend if config.retrieval.embedder_backend != "torch" else "onnx-int8"
+    folder, manifest = ensure_export(config.retrieval.embedder, config.paths.models, backend, force=force, log=info)
+    click.echo(f"{manifest['embedder']} -> {folder}  (opset {manifest['opset']}, exported {manifest['created']})")
+    for name, entry in manifest["files"].items():
+        agree = manifest["agreement"][name]
+        click.echo(f"  {name:10} {entry['file']:16} {entry['bytes'] / 1e6:6.1f} MB  cosine to PyTorch: "
+                   f"min {agree['min_cosine']:.4f}, mean {agree['mean_cosine']:.4f} on {agree['texts']} texts")

@@ -27,7 +27,7 @@ from ..errors import IndexBuildError, ReagentError
 from ..locks import holder_of
 from ..paths import file_sha256, is_disk_full, unwritable_reason
 from .dense import ShardVectors, build_faiss, choose_type
-from .embed import Embedder, HashEmbedder, make_embedder
+from .embed import Embedder, HashEmbedder, embedder_for
 from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
 from .passages import TARGET_WORDS, index_text
 from .progress import Reporter, reporter
@@ -204,10 +204,10 @@ def build_index(
     if reason is not None:
         raise IndexBuildError(f"cannot write to {config.paths.indexes}: {reason}",
                               hint="make that folder writable, or set REAGENT_HOME to a writable folder")
-    embedder = embedder or make_embedder(config.retrieval.embedder)
+    embedder = embedder or embedder_for(config)
     sha256 = file_sha256(source)
     key = {"source": str(source), "sha256": sha256, "format": fmt, "limit": limit,
-           "embedder": embedder.name, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
+           "embedder": embedder.name, "backend": embedder.backend, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
     folder = building_dir(config, name)
 
     def waiting(_holder: str) -> None:
@@ -302,7 +302,7 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
     manifest = {
         "reader": fmt, "documents": state["documents"], "passages": count,
         "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl", "json") else None,
-        "embedder": {"name": embedder.name, "dimension": dimension},
+        "embedder": {"name": embedder.name, "dimension": dimension, "backend": embedder.backend, **embedder.record()},
         "embedding": embedding, "faiss": faiss_info, "bm25": bm25_info, "seconds": seconds,
         **state.get("extra", {}),
     }

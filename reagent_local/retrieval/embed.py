@@ -1,4 +1,9 @@
-"""Sentence embeddings on CPU, loaded lazily from a local model folder (never downloaded)."""
+"""Sentence embeddings on CPU, loaded lazily from a local model folder (never downloaded).
+
+Backends: "torch" (sentence-transformers on PyTorch), "onnx" (the same graph exported
+to ONNX, fp32) and "onnx-int8" (its weights quantised to int8), chosen by
+``retrieval.embedder_backend``; see ``onnx_embed.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,28 @@ import re
 import threading
 import zlib
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError
 
+if TYPE_CHECKING:
+    from ..config import Config
+    from .onnx_embed import OnnxEmbedder
+
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 # Dimensions of the embedders we know, so an index can be checked without loading a model.
 KNOWN_DIMENSIONS = {DEFAULT_EMBEDDER: 384}
+BACKENDS = ("torch", "onnx", "onnx-int8")
+# Backends whose vectors agree within tolerance, so an index built by one is searched
+# with query vectors from the other (measured, docs/retrieval.md "ONNX Runtime embedder").
+AGREEING = {frozenset({"torch", "onnx"})}
+
+
+def vectors_agree(built: str, query: str) -> bool:
+    """Whether query vectors from backend ``query`` may search an index built by backend ``built``."""
+    return built == query or frozenset({built, query}) in AGREEING
 
 
 def resolve_model_path(name: str) -> Path:
@@ -41,6 +59,11 @@ def resolve_model_path(name: str) -> Path:
 _HASH_NAME = re.compile(r"^hash-(\d{1,4})$")
 
 
+def is_hash(name: str) -> bool:
+    """Whether ``name`` is the hashed bag-of-words test embedder (no model, no backend)."""
+    return bool(_HASH_NAME.match(name))
+
+
 def configured_dimension(name: str) -> int:
     """The output dimension of an embedder, loading it only when it is not a known one."""
     if name in KNOWN_DIMENSIONS:
@@ -48,12 +71,31 @@ def configured_dimension(name: str) -> int:
     return make_embedder(name).dimension
 
 
-def make_embedder(name: str, *, batch_size: int = 64) -> "Embedder | HashEmbedder":
-    """The embedder called ``name``: ``hash-<d>`` is the lexical test double, anything else a model."""
+def make_embedder(name: str, *, backend: str = "torch", models_dir: Path | None = None,
+                  batch_size: int = 64) -> "Embedder | HashEmbedder | OnnxEmbedder":
+    """The embedder called ``name``: ``hash-<d>`` is the lexical test double, anything else a model.
+
+    ``backend`` picks how a model runs (BACKENDS); the ONNX ones keep their export
+    under ``models_dir``.
+    """
     match = _HASH_NAME.match(name)
     if match:
         return HashEmbedder(int(match.group(1)))
-    return Embedder(name, batch_size=batch_size)
+    if backend == "torch":
+        return Embedder(name, batch_size=batch_size)
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown embedder backend {backend!r}", hint=f"set retrieval.embedder_backend to one of {', '.join(BACKENDS)}")
+    if models_dir is None:
+        raise ConfigError(f"the {backend} embedder needs a models folder for its export")
+    from .onnx_embed import OnnxEmbedder
+
+    return OnnxEmbedder(name, backend=backend, models_dir=models_dir, batch_size=batch_size)
+
+
+def embedder_for(config: "Config") -> "Embedder | HashEmbedder | OnnxEmbedder":
+    """The embedder the configuration names (retrieval.embedder, retrieval.embedder_backend)."""
+    return make_embedder(config.retrieval.embedder, backend=config.retrieval.embedder_backend,
+                         models_dir=config.paths.models)
 
 
 class HashEmbedder:
@@ -68,6 +110,11 @@ class HashEmbedder:
             raise ConfigError(f"hash embedder dimension must be at least 2, got {dimension}")
         self.name = f"hash-{dimension}"
         self.dimension = dimension
+        self.backend = "hash"
+
+    def record(self) -> dict:
+        """Nothing beyond name, backend and dimension to record in an index manifest."""
+        return {}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One normalised row per text; a text without words maps to the zero vector."""
@@ -87,6 +134,7 @@ class Embedder:
 
     def __init__(self, name: str = DEFAULT_EMBEDDER, *, batch_size: int = 64, device: str = "cpu") -> None:
         self.name = name
+        self.backend = "torch"
         self.batch_size = batch_size
         self.device = device
         self._model = None
@@ -108,6 +156,10 @@ class Embedder:
 
                     self._model = SentenceTransformer(str(path), device=self.device)
         return self._model
+
+    def record(self) -> dict:
+        """Nothing beyond name, backend and dimension to record in an index manifest."""
+        return {}
 
     @property
     def dimension(self) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 from ..config import Config
 from ..errors import IndexCorruptError, IndexMismatchError, QuestionError, ReagentError
 from .dense import is_ivf, load_faiss, search_faiss
-from .embed import Embedder, HashEmbedder, configured_dimension, make_embedder
+from .embed import Embedder, HashEmbedder, configured_dimension, is_hash, make_embedder, vectors_agree
 from .fusion import rrf
 from .layout import read_manifest, rebuild_command, resolve_index
 from .passages import Passage
@@ -40,16 +40,25 @@ class Hit:
     rank: int
 
 
-def check_embedder(manifest: dict, wanted_name: str, wanted_dim: int, where: Path) -> None:
-    """Raise IndexMismatchError when the index's embedder is not the configured one."""
+def check_embedder(manifest: dict, wanted_name: str, wanted_dim: int, where: Path, wanted_backend: str = "torch") -> None:
+    """Raise IndexMismatchError when the index's embedder is not the configured one, or runs on a
+    backend whose vectors do not agree with the one that built the index."""
     built = manifest.get("embedder") or {}
     built_name, built_dim = built.get("name"), built.get("dimension")
+    rebuild = f"reagent index build {manifest.get('source', {}).get('path', 'SOURCE')} --name {where.name} --force"
     if built_name != wanted_name or built_dim != wanted_dim:
         raise IndexMismatchError(
             f"index {where.name} was built with {built_name} ({built_dim}-d) "
             f"but the configured embedder {wanted_name} gives {wanted_dim}-d vectors",
-            hint=f"rebuild it with `reagent index build {manifest.get('source', {}).get('path', 'SOURCE')} "
-            f"--name {where.name} --force`, or set retrieval.embedder = \"{built_name}\"",
+            hint=f"rebuild it with `{rebuild}`, or set retrieval.embedder = \"{built_name}\"",
+        )
+    built_backend = built.get("backend", "torch")  # indexes from before the ONNX backends: PyTorch
+    if not is_hash(str(built_name)) and not vectors_agree(built_backend, wanted_backend):
+        raise IndexMismatchError(
+            f"index {where.name} was built with {built_name} on {built_backend}, whose vectors differ from the "
+            f"configured backend {wanted_backend}'s beyond tolerance",
+            hint=f"set REAGENT_RETRIEVAL_EMBEDDER_BACKEND={built_backend} (retrieval.embedder_backend) to search it, "
+            f"or rebuild it with `{rebuild}`",
         )
 
 
@@ -103,9 +112,10 @@ class Index:
         path = resolve_index(name_or_path, config)
         manifest = read_manifest(path)
         if embedder is None:
-            check_embedder(manifest, config.retrieval.embedder, configured_dimension(config.retrieval.embedder), path)
+            check_embedder(manifest, config.retrieval.embedder, configured_dimension(config.retrieval.embedder), path,
+                           config.retrieval.embedder_backend)
         else:
-            check_embedder(manifest, embedder.name, embedder.dimension, path)
+            check_embedder(manifest, embedder.name, embedder.dimension, path, embedder.backend)
         for part in (PASSAGES_FILE, "dense.faiss", BM25_DIR):
             if not (path / part).exists():
                 raise IndexCorruptError(f"index {path} lacks {part}",
@@ -139,7 +149,8 @@ class Index:
                 sparse = open_sparse(self.path / BM25_DIR)
                 _expect(passages, sparse.size, "documents")
             if self._embedder is None:
-                self._embedder = make_embedder(self.manifest["embedder"]["name"])
+                self._embedder = make_embedder(self.manifest["embedder"]["name"], backend=self.config.retrieval.embedder_backend,
+                                               models_dir=self.config.paths.models)
             self._store, self._faiss, self._sparse, self._ivf = store, dense, sparse, is_ivf(dense)
 
     @contextmanager
