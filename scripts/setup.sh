@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv in the repo and install reagent-local with its test extras.
-# Fast when nothing changed: the install is skipped while pyproject.toml is unchanged.
+# Create .venv in the repo and install reagent-local with its test and cluster (Ray) extras.
+# Fast when nothing changed: the install is skipped while pyproject.toml and the extras are unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -9,11 +9,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.reagent-installed
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+extras="test,cluster"  # cluster: Ray, for the --ray tests
+want="$( (cat pyproject.toml; echo "$extras") | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "==> installing reagent-local and its dependencies (llama-cpp-python compiles once, ~6 min on 2 cores)"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[$extras]"
   echo "$want" > "$stamp"
 else
   echo "==> .venv up to date"

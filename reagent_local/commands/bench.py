@@ -9,7 +9,7 @@ import click
 from ..bench import DEFAULT_METHODS, METHODS, run_benchmark, write_report
 from ..bench.registry import ablated
 from ..datasets import DATASETS
-from .common import config_from, info
+from .common import config_from, info, ray_option, ray_target, refuse_without_ray
 
 
 @click.group(name="bench")
@@ -46,20 +46,38 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: <home>/bench-runs/<dataset>[-ids-<stem>][-minus-<stem>][-index-<name>]-<model>-n<N>-seed<S>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
+@ray_option
+@click.option("--ray-threads", type=int, default=None, metavar="N",
+              help="With --ray: llama.cpp threads (and CPUs) per worker, each holding one model [default: 1].")
+@click.option("--ray-workers", type=int, default=None, metavar="N",
+              help="With --ray: workers [default: the cluster's CPUs / --ray-threads].")
 def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path | None, n: int | None, seed: int,
             methods: tuple[str, ...], rules: str | None, ablate: tuple[str, ...], model: str | None,
-            index_name: str | None, out: Path | None, resume: bool) -> None:
+            index_name: str | None, out: Path | None, resume: bool, ray_address: str | None,
+            ray_threads: int | None, ray_workers: int | None) -> None:
     """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png.
 
     Questions are filtered by --ids / --exclude-ids first, then --n are drawn with --seed.
+    With --ray, Ray workers answer the questions (one model each); records land in the
+    same run folder, in the same format, and --resume works.
     """
     from rich.console import Console
 
     config = config_from(llm__model=model, pipeline__rules=rules)
     chosen = ablated(_split_methods(methods), [r.strip() for value in ablate for r in value.split(",") if r.strip()])
-    outcome = run_benchmark(dataset, file, config=config, n=n, seed=seed, methods=chosen,
-                            out=out, resume=resume, console=Console(stderr=True), ids=ids_file,
-                            exclude_ids=exclude_file, index=index_name)
+    options = dict(n=n, seed=seed, methods=chosen, out=out, resume=resume, console=Console(stderr=True), ids=ids_file,
+                   exclude_ids=exclude_file, index=index_name)
+    if ray_address is None:
+        refuse_without_ray(ray_threads=ray_threads, ray_workers=ray_workers)
+        outcome = run_benchmark(dataset, file, config=config, **options)
+    else:
+        from ..cluster import run_benchmark_ray
+
+        notes: list[str] = []
+        outcome = run_benchmark_ray(dataset, file, config=config, address=ray_target(ray_address),
+                                    threads=ray_threads or 1, workers=ray_workers, notes=notes, **options)
+        for note in notes:
+            info(note)
     if outcome.dropped_torn_line:
         info("dropped a partly written last record (the run was killed while writing it); it was redone")
     info(f"{outcome.new_records} new records, {outcome.resumed_records} kept from before")

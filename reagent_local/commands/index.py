@@ -8,7 +8,7 @@ import click
 
 from ..retrieval.dense import FAISS_TYPES
 from ..retrieval.readers import FORMATS
-from .common import config_from, echo_json, info
+from .common import config_from, echo_json, info, ray_option, ray_target, refuse_without_ray
 
 
 @click.group(name="index")
@@ -27,13 +27,30 @@ def index() -> None:
 @click.option("--no-kg", is_flag=True, help="Do not extract the infobox knowledge graph from a dump.")
 @click.option("--force", is_flag=True, help="Replace an existing index of that name.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@ray_option
+@click.option("--shard-size", type=int, default=None, metavar="N",
+              help="With --ray: pages of a dump (documents of other formats) per shard [default: 1000].")
+@click.option("--ray-workers", type=int, default=None, metavar="N",
+              help="With --ray: shard workers (one embedding thread each) [default: the cluster's CPUs].")
 def build_cmd(source: Path, name: str, fmt: str, limit: int | None, faiss_type: str, no_kg: bool,
-              force: bool, quiet: bool) -> None:
-    """Build index NAME from SOURCE; an interrupted build resumes when run again."""
-    from ..retrieval import build_index
+              force: bool, quiet: bool, ray_address: str | None, shard_size: int | None,
+              ray_workers: int | None) -> None:
+    """Build index NAME from SOURCE; an interrupted build resumes when run again.
 
-    path = build_index(source, name, config_from(), fmt=fmt, limit=limit, kg=not no_kg, force=force,
-                       progress=not quiet, faiss_type=faiss_type, log=info)
+    With --ray, Ray workers read, chunk and embed shards of SOURCE (each kept as it
+    finishes, so a build resumes shard by shard), merged into the same index.
+    """
+    options = dict(fmt=fmt, limit=limit, kg=not no_kg, force=force, progress=not quiet, faiss_type=faiss_type, log=info)
+    if ray_address is None:
+        refuse_without_ray(shard_size=shard_size, ray_workers=ray_workers)
+        from ..retrieval import build_index
+
+        path = build_index(source, name, config_from(), **options)
+    else:
+        from ..cluster import build_index_ray
+
+        path = build_index_ray(source, name, config_from(), address=ray_target(ray_address), workers=ray_workers,
+                               **({"shard_size": shard_size} if shard_size is not None else {}), **options)
     info(f"built {path}")
     _print_info(name)
 
