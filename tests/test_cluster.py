@@ -96,6 +96,13 @@ def test_ray_build_of_a_dump_equals_the_single_process_build(local_ray, tmp_path
     assert manifest["documents"] == 30 and cluster["totals"]["documents"] >= 30  # the last shard passes the limit
     assert cluster["shards"] == -(-cluster["totals"]["pages"] // 15)  # no shard after the one that reached it
     assert not shards_dir(config, "ray").exists()  # kept only until the index is in place
+    # other formats: batches of documents read here
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"title": f"T{i % 3}", "text": f"Text {i}. " * (i * 30 + 1)}) + "\n"
+                            for i in range(7)), encoding="utf-8")
+    built = build_index_ray(docs, "docs", config, progress=False, shard_size=2)
+    assert json.loads((built / "manifest.json").read_text())["cluster"]["shard_kind"] == "documents"
+    _same_index(build_index(docs, "docs-single", config, progress=False), built)
 
 
 def test_multistream_dump_is_sharded_by_streams_and_resumes_shard_by_shard(local_ray, tmp_path, wiki_dump):

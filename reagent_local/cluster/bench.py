@@ -141,7 +141,8 @@ def _check_workers(infos: list[dict], notes: list[str] | None) -> None:
     mine = code_version()
     for info in infos:
         if info["code"] != mine:
-            raise ClusterError(f"the Ray worker on {info['host']} runs reagent-local {info['code']}, this process {mine}",
+            raise ClusterError(f"the Ray worker on {info['host']} runs reagent-local {info['code']}, "
+                               f"this process {mine}",
                                hint="install the same commit on every machine (git checkout, pip install -e .)")
     elsewhere = sorted({f"{i['host']}:{i['log']}" for i in infos if i.get("log") and "reagent-cluster" in i["log"]})
     if notes is not None and elsewhere:

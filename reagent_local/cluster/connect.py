@@ -96,7 +96,8 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
     except ConnectionError as exc:
         if address == "auto":
             raise ClusterError("no Ray cluster is running on this machine (--ray auto)", hint=START_HINT) from None
-        raise ClusterError(f"no Ray cluster answers at {address} (a connection opens there, but Ray did not answer: {exc})",
+        raise ClusterError(f"no Ray cluster answers at {address} (a connection opens there, but Ray did not "
+                           f"answer: {exc})",
                            hint=START_HINT) from None
     except (RuntimeError, ValueError) as exc:  # e.g. the cluster runs another Ray version
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

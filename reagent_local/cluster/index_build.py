@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 from ..config import Config
 from ..errors import IndexBuildError
 from ..retrieval import build as single
-from ..retrieval.embed import Embedder, HashEmbedder, make_embedder
+from ..retrieval.embed import BACKENDS, Embedder, HashEmbedder, embedder_for, make_embedder
 from ..retrieval.layout import validate_name
 from ..retrieval.passages import index_text
 from ..retrieval.progress import Reporter
@@ -45,21 +46,31 @@ RETRIES = 2
 KEY_FILE = "key.json"
 
 
+def worker_embedder(embedder: Any, config: Config) -> Any:
+    """What a worker needs to make the same embedder: how to load a model, or the (picklable) embedder itself."""
+    if getattr(embedder, "backend", None) in BACKENDS:
+        return {"name": embedder.name, "backend": embedder.backend, "models_dir": str(config.paths.models)}
+    return embedder  # the hash embedder, a test double
+
+
 class ShardWorker:
     """A Ray actor: reads, chunks and embeds shards with an embedder it loads once."""
 
-    def __init__(self, embedder: str | Any, threads: int) -> None:
+    def __init__(self, embedder: dict | Any, threads: int) -> None:
         self._spec, self._threads, self._embedder = embedder, threads, None
 
     def ready(self) -> dict:
-        """Load the embedder; where this worker runs."""
-        if isinstance(self._spec, str):
-            self._embedder = make_embedder(self._spec)
+        """Load the embedder (one thread); where this worker runs."""
+        if isinstance(self._spec, dict):
+            spec = self._spec
+            self._embedder = make_embedder(spec["name"], backend=spec["backend"], models_dir=Path(spec["models_dir"]))
             if isinstance(self._embedder, Embedder):
                 import torch
 
                 torch.set_num_threads(self._threads)
-                self._embedder.encode(["warm up"])
+            elif hasattr(self._embedder, "threads"):  # ONNX Runtime: set before its session opens
+                self._embedder.threads = self._threads
+            self._embedder.encode(["warm up"])
         else:
             self._embedder = self._spec
         return node_info()
@@ -78,7 +89,8 @@ class ShardWorker:
             "shard": shard.number, "kind": shard.kind, "start": shard.start, "stop": shard.stop, "pages": pages,
             "documents": len(docs), "passages": len(texts), "read_seconds": round(read, 3),
             "read_cpu_seconds": round(read_cpu, 3), "embed_seconds": round(time.perf_counter() - began, 3),
-            "embed_cpu_seconds": round(time.process_time() - cpu, 3), "host": info["host"]}}
+            "embed_cpu_seconds": round(time.process_time() - cpu, 3), "host": info["host"],
+            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}}
 
 
 class ShardStore:
@@ -149,8 +161,8 @@ class _RayPassages:
                  report: Reporter) -> tuple[int, int, dict]:
         offsets = multistream_offsets(source) if fmt == "wikixml" else None
         kind = "streams" if offsets else "pages" if fmt == "wikixml" else "documents"
-        store = ShardStore(shards_dir(self.config, self.name), {**key, "shard_kind": kind, "ray_shard_size": self.shard_size},
-                           report.note)
+        store = ShardStore(shards_dir(self.config, self.name),
+                           {**key, "shard_kind": kind, "ray_shard_size": self.shard_size}, report.note)
         began = time.perf_counter()
         if offsets:
             planned = plan_streams(offsets, source.stat().st_size, self.shard_size)
@@ -201,7 +213,7 @@ class _RayPassages:
                 self.on_shard(result["meta"])
 
         workers = self.workers or cluster_cpus(self.ray)
-        spec = self.embedder.name if isinstance(self.embedder, Embedder) else self.embedder
+        spec = worker_embedder(self.embedder, self.config)
         actor_class = self.ray.remote(num_cpus=1)(ShardWorker)
         pool: ActorPool = ActorPool(self.ray, lambda: actor_class.remote(spec, 1), workers, retries=self.retries,
                                     describe=lambda item: f"{item[0].describe(total)} of {source}")
@@ -279,7 +291,7 @@ def build_index_ray(source: Path, name: str, config: Config, *, address: str | N
     """
     if shard_size < 1:
         raise IndexBuildError(f"--shard-size must be at least 1, got {shard_size}")
-    embedder = embedder or make_embedder(config.retrieval.embedder)
+    embedder = embedder or embedder_for(config)
     validate_name(name)
     with ray_session(address, num_cpus=num_cpus) as ray:
         step = _RayPassages(ray, config, name, embedder, shard_size, retries, workers, on_shard)
