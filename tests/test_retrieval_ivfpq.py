@@ -37,12 +37,17 @@ def test_parameters_follow_the_corpus_size() -> None:
     assert small == {**small, "nlist": 32, "m": 96, "nbits": 8, "opq": False, "nprobe": 16, "train_points": 1603}
     assert 39 * small["nlist"] <= 1603 < 39 * 2 * small["nlist"] or small["nlist"] == 32
     big = ivfpq_params(2_000_000, 384)
-    assert big["nlist"] == 4096 and big["opq"] and big["nprobe"] == 64 and big["code_bytes"] == 96
+    assert big["nlist"] == 4096 and not big["opq"] and big["nprobe"] == 64 and big["code_bytes"] == 96
     assert 39 * 4096 <= big["train_points"] <= dense.MAX_TRAIN_POINTS
     wiki = ivfpq_params(29_000_000, 384)
     assert wiki["nlist"] == 16384 and wiki["train_points"] <= dense.MAX_TRAIN_POINTS
     assert ivfpq_params(1000, 64)["m"] == 32  # sub-quantisers divide the dimension, two dimensions at least
     assert ivfpq_params(1000, 384)["nbits"] == 7  # a 256-centroid codebook needs more than 1,000 points
+
+
+def test_opq_is_used_from_opq_min(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dense, "OPQ_MIN", 10_000)
+    assert ivfpq_params(10_000, 384)["opq"] and not ivfpq_params(9_999, 384)["opq"]
 
 
 def test_auto_chooses_by_size() -> None:

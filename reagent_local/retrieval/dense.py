@@ -5,7 +5,8 @@ Three kinds, and ``auto`` picks one by corpus size (measurements: docs/retrieval
 - ``hnsw`` (M=32, efSearch=128) up to ``IVFPQ_THRESHOLD``: under 1 ms, but 1.8 KB a vector in RAM;
 - ``ivfpq``: an inverted file of ``nlist`` k-means cells holding product-quantised codes
   (``m`` bytes a vector, plus its 8-byte id), trained on a sample of the corpus' vectors,
-  optionally behind an OPQ rotation; a search scans the ``nprobe`` nearest cells.
+  optionally behind an OPQ rotation (off by default: ``OPQ_MIN``); a search scans the
+  ``nprobe`` nearest cells.
   Its parameters are chosen from the corpus size (``ivfpq_params``) and recorded in the
   manifest; ``nprobe`` can be changed per search. Under ``IVFPQ_MIN`` vectors it falls
   back to flat (and says so in the manifest).
@@ -31,7 +32,11 @@ HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128
 IVFPQ_MIN = 1_000  # fewer vectors: flat is exact and small, IVF-PQ has too little to train on
 PQ_BYTES = 96  # target code size: 96 sub-quantisers of 8 bits (4 dimensions each for 384-d)
-OPQ_MIN = 10_000  # OPQ rotation from here (it needs ~40 points per PQ centroid to train)
+# OPQ (a learned rotation before PQ) is off by default: at 4 dimensions a sub-quantiser it
+# moved recall little on real MiniLM vectors while its training (50 rounds of PQ training
+# on up to 65,536 points) cost minutes of CPU on 3,000 vectors here (docs/retrieval.md).
+# Set OPQ_MIN to a count to switch it on from there.
+OPQ_MIN: int | None = None
 MIN_POINTS_PER_CELL = 39  # FAISS's guidance for k-means: at least 39 training points a centroid
 MAX_TRAIN_POINTS = 1_000_000  # 1.5 GB of 384-d float32: a laptop can train on it
 # Below this many vectors IVF-PQ trains on one thread: its many small k-means runs spend
@@ -59,7 +64,7 @@ def ivfpq_params(count: int, dimension: int) -> dict:
     m = max(d for d in range(1, min(PQ_BYTES, dimension // 2) + 1) if dimension % d == 0)
     nbits = max(4, min(8, int(math.log2(count / 4))))  # a 2^nbits-centroid codebook needs enough points
     train = min(count, max(MIN_POINTS_PER_CELL * nlist, 100_000), MAX_TRAIN_POINTS)
-    return {"nlist": nlist, "m": m, "nbits": nbits, "opq": count >= OPQ_MIN, "nprobe": default_nprobe(nlist),
+    return {"nlist": nlist, "m": m, "nbits": nbits, "opq": OPQ_MIN is not None and count >= OPQ_MIN, "nprobe": default_nprobe(nlist),
             "train_points": train, "code_bytes": math.ceil(m * nbits / 8)}
 
 
