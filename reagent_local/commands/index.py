@@ -110,7 +110,8 @@ def _print_info(name: str, as_json: bool = False) -> None:
         f"source     {source.get('path')}  sha256 {str(source.get('sha256'))[:16]}...",
         f"reader     {m.get('reader')}  documents {m.get('documents')}  passages {m.get('passages')}"
         + (f"  limit {m['limit']}" if m.get("limit") else ""),
-        f"embedder   {emb.get('name')} ({emb.get('dimension')}-d)" + (f"  {rate:,.1f} passages/s" if rate else ""),
+        f"embedder   {emb.get('name')} ({emb.get('dimension')}-d, {emb.get('backend', 'torch')})"
+        + (f"  {rate:,.1f} passages/s" if rate else ""),
         f"faiss      {faiss.get('type')} {faiss.get('params') or ''}".rstrip(),
         f"bm25       {(m.get('bm25') or {}).get('method')}  vocabulary {(m.get('bm25') or {}).get('vocabulary')}",
         f"built      {m.get('created')} in {m.get('build_seconds')} s  "

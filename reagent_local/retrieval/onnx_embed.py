@@ -85,7 +85,10 @@ def export_problem(folder: Path, manifest: dict | None, backend: str, weights: P
         if file_sha256(weights) != source.get("weights_sha256"):
             return f"the weights {weights} changed since the export"
         source["weights_mtime_ns"] = stat.st_mtime_ns  # same bytes, touched: remember, to skip hashing next time
-        _write_json(folder / MANIFEST, manifest)
+        try:
+            _write_json(folder / MANIFEST, manifest)
+        except OSError:  # a read-only models folder: hash again next time
+            pass
     return None
 
 
