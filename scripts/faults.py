@@ -1313,6 +1313,36 @@ def run_fault(h: Harness, name: str, tries: int) -> list[Result]:
 
 # ------------------------------------------------------------------------------------- main
 
+def save_results(path: Path, name: str, tries: int, scripted: bool, rows: Sequence[Result]) -> None:
+    """Append one finished fault's rows to the results file (one JSON line, flushed to disk)."""
+    line = {"name": name, "tries": tries, "scripted": scripted, "commit": git_commit(),
+            "rows": [{"fault": r.fault, "tries": r.tries, "passed": r.passed, "landed": dict(r.landed),
+                      "failures": dict(r.failures), "skipped": r.skipped, "seconds": r.seconds} for r in rows]}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def load_results(path: Path, tries: int, scripted: bool) -> dict[str, tuple[str, list[Result]]]:
+    """The faults a results file already holds for these tries and this model, by name (the last line wins);
+    a torn last line (the suite killed while writing it) is ignored."""
+    done: dict[str, tuple[str, list[Result]]] = {}
+    if not path.exists():
+        return done
+    for text in path.read_text(encoding="utf-8").splitlines():
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if line.get("tries") != tries or line.get("scripted") != scripted:
+            continue
+        rows = [Result(r["fault"], r["tries"], r["passed"], Counter(r["landed"]), Counter(r["failures"]),
+                       r["skipped"], r["seconds"]) for r in line["rows"]]
+        done[line["name"]] = (line["commit"], rows)
+    return done
+
+
 def git_commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
@@ -1345,6 +1375,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scripted", action="store_true", help="a scripted model and small corpora (fast)")
     parser.add_argument("--workdir", type=Path, help="where the homes go (default: a temporary folder, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="append each finished fault's rows to FILE (JSON lines) and reuse the faults FILE "
+                             "already holds for the same tries and model: an interrupted suite goes on where it stopped")
     args = parser.parse_args(argv)
     command = " ".join([".venv/bin/python", "scripts/faults.py", *map(shlex.quote, argv)])
     print(f"$ {command}", flush=True)
@@ -1354,10 +1387,20 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated suite kills its children first
     began = time.monotonic()
     results: list[Result] = []
+    commits = [git_commit()]
+    done = load_results(args.results, args.tries, args.scripted) if args.results else {}
     try:
         for name in names:
             print(f"== {name}", flush=True)
-            for r in run_fault(harness, name, args.tries):
+            if name in done:
+                commit, rows = done[name]
+                commits.append(commit)
+                print(f"  (from {args.results}, at {commit})", flush=True)
+            else:
+                rows = list(run_fault(harness, name, args.tries))
+                if args.results:
+                    save_results(args.results, name, args.tries, args.scripted, rows)
+            for r in rows:
                 results.append(r)
                 print(f"  {r.fault}: {'skipped' if r.skipped else f'{r.passed}/{r.tries} ok'} ({r.seconds:.0f} s); "
                       f"{r.outcome_text()}; {r.failure_text()}", flush=True)
@@ -1367,7 +1410,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     minutes = (time.monotonic() - began) / 60
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    text = (f"`{command}` at {git_commit()} ({stamp}; {minutes:.0f} min on {os.cpu_count()} CPU cores; "
+    at = ", ".join(dict.fromkeys(commits))
+    text = (f"`{command}` at {at} ({stamp}; {minutes:.0f} min on {os.cpu_count()} CPU cores; "
             f"{'scripted model' if args.scripted else f'model {REAL_MODEL}, index embedder {harness.embedder}'})\n\n"
             + table(results))
     print()

@@ -127,6 +127,24 @@ def test_table_and_doc_markers(tmp_path: Path) -> None:
     assert doc.read_text() == f"intro\n{faults.TABLE_START}\nnew table\n{faults.TABLE_END}\nafter\n"
 
 
+def test_results_file_keeps_finished_faults_for_a_resumed_suite(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    row = faults.Result("SIGKILL during `reagent ask`")
+    row.add([], "killed mid-run")
+    row.add(["the run shows running"], "killed mid-run")
+    faults.save_results(path, "kill-ask", 20, False, [row])
+    faults.save_results(path, "kill-bench", 5, False, [faults.Result("other tries")])  # another --tries: not reused
+    with path.open("a") as out:
+        out.write('{"name": "kill-index-build", "tries": 20, "scri')  # the suite killed while writing
+    done = faults.load_results(path, 20, False)
+    assert list(done) == ["kill-ask"]
+    commit, (back,) = done["kill-ask"]
+    assert commit == faults.git_commit()
+    assert (back.fault, back.tries, back.passed) == (row.fault, 2, 1)
+    assert back.landed == row.landed and back.failures == row.failures and not back.ok
+    assert faults.load_results(path, 20, True) == {}  # scripted rows are not the real model's
+
+
 def test_the_doc_has_the_markers() -> None:
     body = faults.DOC.read_text(encoding="utf-8")
     assert faults.TABLE_START in body and faults.TABLE_END in body
