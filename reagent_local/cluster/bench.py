@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from ..bench.methods import Method, MethodContext
 from ..bench.records import RecordStore
-from ..bench.registry import build_method
+from ..bench.registry import build_method, check_methods
 from ..bench.runner import (EVENTS_FILE, NO_RETRIEVAL, AnswerAll, RunOutcome, _progress, _Scores, answer_one,
                             run_benchmark, warm_up)
 from ..datasets import Question
@@ -163,6 +163,8 @@ def run_benchmark_ray(dataset: str, file: Path, *, config: Any, address: str | N
     """
     if threads < 1:
         raise ClusterError(f"--ray-threads must be at least 1, got {threads}")
+    if "methods" in options:
+        check_methods(list(options["methods"]))  # the cheap refusals before Ray starts
     with ray_session(address, num_cpus=num_cpus) as ray:
         answer_all = ray_answer_all(ray, threads=threads, workers=workers, retries=retries, notes=notes)
         return run_benchmark(dataset, file, config=config, answer_all=answer_all, **options)

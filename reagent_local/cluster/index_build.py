@@ -30,7 +30,7 @@ from ..config import Config
 from ..errors import IndexBuildError
 from ..retrieval import build as single
 from ..retrieval.embed import BACKENDS, Embedder, HashEmbedder, embedder_for, make_embedder
-from ..retrieval.layout import validate_name
+from ..retrieval.layout import index_dir, validate_name
 from ..retrieval.passages import index_text
 from ..retrieval.progress import Reporter
 from ..retrieval.readers import document_passages
@@ -172,7 +172,11 @@ class _RayPassages:
             shards, total = iter_page_shards(source, self.shard_size, store.metas.__contains__), None
         else:
             shards, total = iter_document_shards(source, fmt, self.shard_size, store.metas.__contains__), None
-        count = self._run(store, shards, total, str(source), limit, report)
+        try:
+            count = self._run(store, shards, total, str(source), limit, report)
+        except KeyboardInterrupt:
+            raise IndexBuildError(f"the build of {self.name!r} was interrupted; {len(store.metas)} finished shards "
+                                  f"are kept in {store.root}", hint="run the same command again to resume") from None
         ray_seconds = time.perf_counter() - began
         began = time.perf_counter()
         documents, passages = self._merge(store, count, limit, folder, report)
@@ -292,7 +296,9 @@ def build_index_ray(source: Path, name: str, config: Config, *, address: str | N
     if shard_size < 1:
         raise IndexBuildError(f"--shard-size must be at least 1, got {shard_size}")
     embedder = embedder or embedder_for(config)
-    validate_name(name)
+    if not Path(source).expanduser().is_file():  # the cheap refusals before Ray starts
+        raise IndexBuildError(f"{source} does not exist or is not a file", hint="check the SOURCE path")
+    single._refuse_existing(index_dir(config, name), bool(options.get("force")))
     with ray_session(address, num_cpus=num_cpus) as ray:
         step = _RayPassages(ray, config, name, embedder, shard_size, retries, workers, on_shard)
         path = single.build_index(source, name, config, embedder=embedder, passage_step=step, **options)
