@@ -27,7 +27,7 @@ from ..bench.registry import build_method, check_methods
 from ..bench.runner import (EVENTS_FILE, NO_RETRIEVAL, AnswerAll, RunOutcome, _progress, _Scores, answer_one,
                             run_benchmark, warm_up)
 from ..datasets import Question
-from ..errors import ClusterError
+from ..errors import ClusterError, IndexBuildError
 from ..llm import LlamaModel
 from ..version import code_version
 from .connect import cluster_cpus, node_info, ray_session
@@ -66,7 +66,10 @@ class BenchWorker:
         if info["node"] != self.driver_node and ctx.log_path is not None:
             ctx.log_path = remote_log_path(ctx.log_path.parent.name)
             ctx.log_path.parent.mkdir(parents=True, exist_ok=True)
-        warm_up(ctx, self.methods)
+        try:
+            warm_up(ctx, self.methods)
+        except IndexBuildError:  # another worker on this machine built the open-corpus index meanwhile: open it
+            warm_up(ctx, self.methods)
         return {**info, "code": code_version(), "log": str(ctx.log_path) if ctx.log_path else None}
 
     def answer(self, method: str, question: Question) -> dict:
