@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -41,10 +42,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def local_ray():
+    sigterm = signal.getsignal(signal.SIGTERM)
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
              runtime_env={"env_vars": dict(WORKER_ENV)})
     yield ray
     ray.shutdown()
+    signal.signal(signal.SIGTERM, sigterm)  # ray.init replaced it; the later tests get pytest's back
 
 
 def _config(tmp_path: Path, **extra):
@@ -252,6 +255,18 @@ def test_bench_on_ray_writes_the_same_records_and_resumes(local_ray, tmp_path):
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "reagent_local", *args], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **(env or {})}, cwd=REPO)
+
+
+def test_cli_builds_on_ray(local_ray, tmp_path, monkeypatch, capsys):
+    from reagent_local.cli import main
+
+    monkeypatch.setenv("REAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("REAGENT_RETRIEVAL_EMBEDDER", "hash-64")
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"title": f"T{i}", "text": f"Text number {i}."}) + "\n" for i in range(5)))
+    main(["index", "build", str(docs), "--name", "docs", "--shard-size", "2", "--quiet", "--ray"])  # the module's Ray
+    out = capsys.readouterr().out
+    assert "ray        3 shards (documents, 2 a shard) on 2 workers" in out and "passages 5" in out
 
 
 def test_cli_errors_are_one_clear_message(tmp_path, wiki_dump):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 import tempfile
+import threading
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Iterator
@@ -90,16 +92,19 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
         kwargs["address"] = address
     else:
         kwargs.update(address="local", num_cpus=num_cpus, include_dashboard=False)
+    previous_sigterm = signal.getsignal(signal.SIGTERM)  # ray.init replaces it; given back at the end
     try:
         with _quiet_stderr(bool(address)):
             ray.init(**kwargs)
     except ConnectionError as exc:
+        _restore_sigterm(previous_sigterm)
         if address == "auto":
             raise ClusterError("no Ray cluster is running on this machine (--ray auto)", hint=START_HINT) from None
         raise ClusterError(f"no Ray cluster answers at {address} (a connection opens there, but Ray did not "
                            f"answer: {exc})",
                            hint=START_HINT) from None
     except (RuntimeError, ValueError) as exc:  # e.g. the cluster runs another Ray version
+        _restore_sigterm(previous_sigterm)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClusterError(f"could not start or join Ray ({first})",
                            hint="every machine needs the same Ray and Python versions; " + INSTALL_HINT) from None
@@ -107,6 +112,12 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
         yield ray
     finally:
         ray.shutdown()
+        _restore_sigterm(previous_sigterm)
+
+
+def _restore_sigterm(handler: Any) -> None:
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
 
 
 def cluster_cpus(ray: ModuleType) -> int:

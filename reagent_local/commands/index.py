@@ -118,6 +118,11 @@ def _print_info(name: str, as_json: bool = False) -> None:
         + "  ".join(f"{k} {v} s" for k, v in (m.get("seconds") or {}).items()),
         "versions   " + "  ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items()),
     ]
+    cluster = m.get("cluster")
+    if cluster:
+        lines.append(f"ray        {cluster.get('shards')} shards ({cluster.get('shard_kind')}, {cluster.get('shard_size')} a shard) "
+                     f"on {cluster.get('workers')} workers ({', '.join(cluster.get('hosts') or [])}) in "
+                     f"{cluster.get('ray_seconds')} s, merged in {cluster.get('merge_seconds')} s")
     kg = m.get("kg")
     if kg:
         lines.append(f"kg         {kg.get('triples')} triples")
