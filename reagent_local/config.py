@@ -77,7 +77,7 @@ class RetrievalConfig:
 
     index: str = "enwiki-sample"
     embedder: str = "all-MiniLM-L6-v2"  # the packaged model, or a local SentenceTransformer folder
-    embedder_backend: str = "torch"  # torch | onnx (fp32) | onnx-int8: how the embedder runs (docs/retrieval.md)
+    embedder_backend: str = "onnx-int8"  # torch | onnx (fp32) | onnx-int8: how the embedder runs (docs/retrieval.md)
     mode: str = "hybrid"  # dense | sparse | hybrid
     top_k: int = 5
     passage_chars: int = 700  # passages are cut to this many characters in prompts

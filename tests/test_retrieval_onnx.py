@@ -165,7 +165,9 @@ def test_index_backend_checks():
     check_embedder(legacy, NAME, 384, where, "onnx")  # fp32 ONNX gives PyTorch's vectors
     check_embedder({"embedder": {"name": NAME, "dimension": 384, "backend": "onnx"}}, NAME, 384, where, "torch")
     check_embedder({"embedder": {"name": "hash-64", "dimension": 64, "backend": "hash"}}, "hash-64", 64, where, "onnx-int8")
-    for built, query in [(b, q) for b in ("torch", "onnx", "onnx-int8") for q in ("torch", "onnx", "onnx-int8")]:
+    backends = ("torch", "onnx", "onnx-int8", "onnx-fp16")  # the last as a newer version might write it
+    refused = []
+    for built, query in [(b, q) for b in backends for q in backends[:3]]:
         manifest = {"embedder": {"name": NAME, "dimension": 384, "backend": built}}
         if vectors_agree(built, query):
             check_embedder(manifest, NAME, 384, where, query)
@@ -173,6 +175,8 @@ def test_index_backend_checks():
         with pytest.raises(IndexMismatchError) as caught:
             check_embedder(manifest, NAME, 384, where, query)
         assert f"REAGENT_RETRIEVAL_EMBEDDER_BACKEND={built}" in caught.value.hint and "--force" in caught.value.hint
+        refused.append((built, query))
+    assert refused == [("onnx-fp16", "torch"), ("onnx-fp16", "onnx"), ("onnx-fp16", "onnx-int8")]
 
 
 def test_an_index_records_its_backend_and_is_searched_through_it(models_dir, tmp_path):

