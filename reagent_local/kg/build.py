@@ -36,6 +36,37 @@ def _aliases(subject: str, triples: list[Triple]) -> list[tuple[str, str, str]]:
     return [(key, subject, kind) for key, kind in sorted(rows) if key]
 
 
+# One page's contribution: (is an article, triple rows without "ord", entity rows).
+PageRows = tuple[bool, list[dict], list[dict]]
+
+
+def page_rows(extractor: Extractor, page: RawPage) -> PageRows:
+    """What one page adds to the graph; a redirect adds a name of its target, other namespaces nothing."""
+    if page.namespace == 0 and page.redirect:
+        target = canonical_title(page.redirect)
+        if fold(page.title) and target:
+            return False, [], [{"name_key": fold(page.title), "subject": target, "kind": "redirect"}]
+        return False, [], []
+    if not page.is_article:
+        return False, [], []
+    triples = extractor.page_triples(page.title, page.wikitext)
+    if not triples:
+        return True, [], []
+    rows = []
+    for t in triples:
+        row = dict(zip(TRIPLE_COLUMNS, (getattr(t, c) for c in TRIPLE_COLUMNS)))
+        row.update(subject_key=fold(t.subject), value_key=fold(t.value), display_key=fold(t.display) if t.display else None)
+        rows.append(row)
+    entities = [{"name_key": name_key, "subject": subject, "kind": kind}
+                for name_key, subject, kind in _aliases(page.title, triples)]
+    return True, rows, entities
+
+
+def extractor_counts(extractor: Extractor) -> tuple[int, int, Counter[str]]:
+    """What an extractor left out so far: values with markup, unresolved capitals, dropped templates."""
+    return extractor.dropped_values, extractor.unresolved_capital, Counter(extractor.dropped_templates)
+
+
 class KGBuilder:
     """Streaming writer: feed it articles (while reading a dump for passages, say), then finish().
 
@@ -71,29 +102,26 @@ class KGBuilder:
         A redirect in the main namespace adds its title as another name of its target
         ("Abe Lincoln" -> "Abraham Lincoln"); other namespaces are ignored.
         """
-        if page.namespace == 0 and page.redirect:
-            target = canonical_title(page.redirect)
-            if fold(page.title) and target:
-                self._ef.write(json.dumps({"name_key": fold(page.title), "subject": target, "kind": "redirect"},
-                                          ensure_ascii=False) + "\n")
-            return 0
-        if not page.is_article:
-            return 0
-        self.articles += 1
-        triples = self.extractor.page_triples(page.title, page.wikitext)
-        if not triples:
-            return 0
-        self.subjects += 1
-        for t in triples:
-            row = dict(zip(TRIPLE_COLUMNS, (getattr(t, c) for c in TRIPLE_COLUMNS)))
-            row.update(ord=self.triples, subject_key=fold(t.subject), value_key=fold(t.value),
-                       display_key=fold(t.display) if t.display else None)
-            self._tf.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return self.add_rows(page_rows(self.extractor, page))
+
+    def add_rows(self, rows: PageRows) -> int:
+        """Add what ``page_rows`` extracted from one page (here or in another process); returns the triples."""
+        article, triples, entities = rows
+        self.articles += article
+        self.subjects += bool(triples)
+        for row in triples:
+            self._tf.write(json.dumps({**row, "ord": self.triples}, ensure_ascii=False) + "\n")
             self.triples += 1
-            self.by_relation[t.relation] += 1
-        for name_key, subject, kind in _aliases(page.title, triples):
-            self._ef.write(json.dumps({"name_key": name_key, "subject": subject, "kind": kind}, ensure_ascii=False) + "\n")
+            self.by_relation[row["relation"]] += 1
+        for entity in entities:
+            self._ef.write(json.dumps(entity, ensure_ascii=False) + "\n")
         return len(triples)
+
+    def count_dropped(self, values: int, capital: int, templates: Counter[str]) -> None:
+        """Add what another process's extractor left out (``extractor_counts``) to this build's stats."""
+        self.extractor.dropped_values += values
+        self.extractor.unresolved_capital += capital
+        self.extractor.dropped_templates.update(templates)
 
     def stats(self) -> dict:
         """Counts so far: triples, subjects, articles, by_relation, and what extraction left out."""
