@@ -40,7 +40,8 @@ from .swap import recover, swap_in
 
 SHARD_SIZE = 4096
 STATE = "build-state.json"
-# Writes the passage table (and may write every embedding shard ahead) instead of reading SOURCE here;
+# Writes the passage table (and may write every embedding shard ahead, and kg.duckdb, which its
+# manifest extra's "kg" then announces) instead of reading SOURCE here;
 # called as step(source=, fmt=, limit=, folder=, key=, report=) -> (documents, passages, manifest extra).
 # reagent_local.cluster passes one that runs the reading and embedding on Ray workers.
 PassageStep = Callable[..., tuple[int, int, dict]]
@@ -306,7 +307,7 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         "embedding": embedding, "faiss": faiss_info, "bm25": bm25_info, "seconds": seconds,
         **state.get("extra", {}),
     }
-    if with_kg:
+    if with_kg and "kg" not in manifest:  # a passage step may have written kg.duckdb already
         from ..kg.build import build_kg
 
         began = time.perf_counter()
