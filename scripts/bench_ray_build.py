@@ -2,8 +2,8 @@
 
     python scripts/bench_ray_build.py [DUMP] [--workers 2] [--shard-size 25] [--limit N] [--out FILE.json]
 
-Builds DUMP (default: the shared dump sample) twice in a temporary REAGENT_HOME, without
-the knowledge graph: in this process, then on Ray started on this machine with
+Builds DUMP (default: the shared dump sample) twice in a temporary REAGENT_HOME (with
+--kg, the knowledge graph too): in this process, then on Ray started on this machine with
 ``--workers`` CPUs (one embedding thread per worker). Checks that both hold the same
 passages, then prints wall seconds and passages/s of each, CPU seconds per passage for
 reading and for embedding (from the shards), bytes per passage of the kept shards, the
@@ -46,17 +46,24 @@ def _passages(index: Path) -> list[tuple]:
         return con.execute("SELECT id, text FROM passages ORDER BY row").fetchall()
 
 
+def _graph(index: Path) -> list[tuple]:
+    import duckdb
+
+    with duckdb.connect(str(index / "kg.duckdb"), read_only=True) as con:
+        return con.execute("SELECT * FROM triples ORDER BY ord").fetchall()
+
+
 def _folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def measure(dump: Path, workers: int, shard_size: int, limit: int | None) -> dict:
+def measure(dump: Path, workers: int, shard_size: int, limit: int | None, kg: bool, embedder: str | None) -> dict:
     """Both builds and their figures."""
     import ray
 
     os.environ.update(WORKER_ENV)
     home = Path(tempfile.mkdtemp(prefix="ray-build-"))
-    config = load_config({"paths.home": str(home)}, env={})
+    config = load_config({"paths.home": str(home), **({"retrieval.embedder": embedder} if embedder else {})}, env={})
     out: dict = {"dump": str(dump), "dump_bytes": dump.stat().st_size, "workers": workers, "shard_size": shard_size,
                  "limit": limit, "load_before": _load()}
     began = time.perf_counter()
@@ -65,7 +72,7 @@ def measure(dump: Path, workers: int, shard_size: int, limit: int | None) -> dic
     if xml:
         out["bz2_mb_per_s"] = round(dump.stat().st_size / 1e6 / (time.perf_counter() - began), 2)
     began = time.perf_counter()
-    single = build_index(dump, "single", config, kg=False, progress=False, limit=limit)
+    single = build_index(dump, "single", config, kg=kg, progress=False, limit=limit)
     out["single_seconds"] = round(time.perf_counter() - began, 2)
     out["single_manifest"] = json.loads((single / "manifest.json").read_text())
     out["load_between"] = _load()
@@ -81,13 +88,15 @@ def measure(dump: Path, workers: int, shard_size: int, limit: int | None) -> dic
         shard_bytes.append(_folder_bytes(shards_dir(config, "ray") / f"shard-{meta['shard']:06d}"))
 
     began = time.perf_counter()
-    built = build_index_ray(dump, "ray", config, kg=False, progress=False, limit=limit, shard_size=shard_size,
+    built = build_index_ray(dump, "ray", config, kg=kg, progress=False, limit=limit, shard_size=shard_size,
                             on_shard=kept)
     out["ray_seconds"] = round(time.perf_counter() - began, 2)
     ray.shutdown()
     out["ray_manifest"] = json.loads((built / "manifest.json").read_text())
     out["shard_bytes"] = sum(shard_bytes)
     out["same_passages"] = _passages(single) == _passages(built)
+    if kg:
+        out["same_kg"] = _graph(single) == _graph(built)
     out["load_after"] = _load()
     return out
 
@@ -118,6 +127,11 @@ def summary(m: dict, target: float, cores: int) -> str:
         f"BM25 {s['seconds']['bm25'] / n * 1000:.3f} ms/passage (single build)",
         f"bz2 decompression here: {m.get('bz2_mb_per_s')} compressed MB/s",
     ]
+    if "kg" in r:
+        lines.append(f"knowledge graph: single build {s['seconds'].get('kg')} s; workers "
+                     f"{totals['kg_cpu_seconds']} CPU s ({totals['kg_cpu_seconds'] / totals['pages'] * 1000:.2f} ms a page), "
+                     f"head merge {cluster['kg_merge_seconds']} s for {r['kg']['triples']} triples; same triples: "
+                     f"{m['same_kg']}")
     worker_cpu = (read_cpu + embed_cpu) * target
     lines.append(f"projection for {target:,.0f} passages: {worker_cpu / 3600:,.0f} CPU-hours in the workers")
     for machines in (1, 4, 16, 64):
@@ -135,9 +149,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--target", type=float, default=29e6, help="passages to project to")
     parser.add_argument("--cores", type=int, default=8, help="cores of one machine in the projection")
+    parser.add_argument("--kg", action="store_true", help="build the knowledge graph too (the workers extract it)")
+    parser.add_argument("--embedder", default=None, help="e.g. hash-384 to time everything but the model")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
     args = parser.parse_args()
-    figures = measure(args.dump, args.workers, args.shard_size, args.limit)
+    figures = measure(args.dump, args.workers, args.shard_size, args.limit, args.kg, args.embedder)
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2))
     print(summary(figures, args.target, args.cores))

@@ -66,9 +66,18 @@ def _vectors(index: Path) -> np.ndarray:
     return dense.reconstruct_n(0, dense.ntotal)
 
 
+def _graph(index: Path) -> tuple[list, list]:
+    with duckdb.connect(str(index / "kg.duckdb"), read_only=True) as con:
+        return (con.execute("SELECT * FROM triples ORDER BY ord").fetchall(),
+                con.execute("SELECT * FROM entities ORDER BY ALL").fetchall())
+
+
 def _same_index(single: Path, ray_built: Path) -> None:
     assert _passages(single) == _passages(ray_built)  # ids, titles, texts and rows
     assert np.array_equal(_vectors(single), _vectors(ray_built))
+    if (single / "kg.duckdb").exists():
+        triples, entities = _graph(ray_built)
+        assert (triples, entities) == _graph(single) and triples and entities
 
 
 def multistream(dump: Path, out: Path, pages: int, per_stream: int) -> Path:
@@ -90,10 +99,12 @@ def multistream(dump: Path, out: Path, pages: int, per_stream: int) -> Path:
 def test_ray_build_of_a_dump_equals_the_single_process_build(local_ray, tmp_path, wiki_dump):
     """Pages mode (a single-stream .bz2 cut here into 15-page shards), with --limit."""
     config = _config(tmp_path)
-    single = build_index(wiki_dump, "single", config, kg=False, progress=False, limit=30)
-    built = build_index_ray(wiki_dump, "ray", config, kg=False, progress=False, limit=30, shard_size=15)
-    _same_index(single, built)
+    single = build_index(wiki_dump, "single", config, progress=False, limit=30)
+    built = build_index_ray(wiki_dump, "ray", config, progress=False, limit=30, shard_size=15)
+    _same_index(single, built)  # the knowledge graph too, extracted by the workers
     manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["kg"]["articles"] == 30 and manifest["kg"]["triples"] == json.loads(
+        (single / "manifest.json").read_text())["kg"]["triples"]
     cluster = manifest["cluster"]
     assert cluster["shard_kind"] == "pages" and cluster["workers"] == 2 and cluster["retried"] == []
     assert manifest["documents"] == 30 and cluster["totals"]["documents"] >= 30  # the last shard passes the limit
@@ -119,16 +130,16 @@ def test_multistream_dump_is_sharded_by_streams_and_resumes_shard_by_shard(local
             raise KeyboardInterrupt
 
     with pytest.raises(IndexBuildError, match="interrupted"):
-        build_index_ray(dump, "multi", config, kg=False, progress=False, shard_size=100, on_shard=interrupt_after_two)
+        build_index_ray(dump, "multi", config, progress=False, shard_size=100, on_shard=interrupt_after_two)
     kept = sorted(p.name for p in shards_dir(config, "multi").glob("shard-*"))
     assert len(kept) == 2
     rerun: list[int] = []
-    built = build_index_ray(dump, "multi", config, kg=False, progress=False, shard_size=100,
+    built = build_index_ray(dump, "multi", config, progress=False, shard_size=100,
                             on_shard=lambda meta: rerun.append(meta["shard"]))
     cluster = json.loads((built / "manifest.json").read_text())["cluster"]
     assert cluster["shard_kind"] == "streams" and cluster["shards"] == 7  # header, 5 streams of pages, footer
     assert sorted(rerun + seen[:2]) == list(range(7))  # the two kept shards were not run again
-    _same_index(build_index(dump, "single", config, kg=False, progress=False), built)
+    _same_index(build_index(dump, "single", config, progress=False), built)  # knowledge graph included
 
 
 class FlakyEmbedder(HashEmbedder):

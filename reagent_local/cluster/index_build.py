@@ -8,16 +8,20 @@ graph, atomic swap) runs with its passage step replaced by ``_RayPassages``, whi
    written as it arrives; a shard already there is not run again, so an interrupted or
    failed build resumes shard by shard (the folder is keyed by the build's inputs);
 2. runs the others on a pool of ``ShardWorker`` actors (one per CPU of the cluster,
-   each loading the embedder once); a shard that fails is retried, then named;
+   each loading the embedder once); each also extracts its pages' infobox triples when
+   the build has a knowledge graph; a shard that fails is retried, then named;
 3. merges the shards in order into the passage table (ids assigned as a single-process
-   build assigns them) and into the build's embedding files, so the next steps find
-   every vector done. The shard folder is removed once the index is in place.
+   build assigns them), into the build's embedding files, so the next steps find every
+   vector done, and into kg.duckdb (as ``kg.build_kg`` writes it; with --limit, the
+   left-out-value counts of the last shard are not added). The shard folder is removed
+   once the index is in place.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import resource
 import shutil
 import time
@@ -28,6 +32,8 @@ import numpy as np
 
 from ..config import Config
 from ..errors import IndexBuildError
+from ..kg.build import KGBuilder, extractor_counts, page_rows
+from ..kg.infobox import Extractor
 from ..retrieval import build as single
 from ..retrieval.embed import BACKENDS, Embedder, HashEmbedder, embedder_for, make_embedder
 from ..retrieval.layout import index_dir, validate_name
@@ -39,7 +45,7 @@ from ..retrieval.store import PassageWriter
 from .connect import cluster_cpus, node_info, ray_session
 from .pool import ActorPool
 from .shards import (Shard, iter_document_shards, iter_page_shards, multistream_offsets, plan_streams,
-                     shard_documents)
+                     shard_documents, shard_pages)
 
 SHARD_PAGES = 1000  # pages (or documents) a shard by default: a few hundred to a few thousand passages
 RETRIES = 2
@@ -56,8 +62,8 @@ def worker_embedder(embedder: Any, config: Config) -> Any:
 class ShardWorker:
     """A Ray actor: reads, chunks and embeds shards with an embedder it loads once."""
 
-    def __init__(self, embedder: dict | Any, threads: int) -> None:
-        self._spec, self._threads, self._embedder = embedder, threads, None
+    def __init__(self, embedder: dict | Any, threads: int, kg: bool = False) -> None:
+        self._spec, self._threads, self._embedder, self._kg = embedder, threads, None, kg
 
     def ready(self) -> dict:
         """Load the embedder (one thread); where this worker runs."""
@@ -76,21 +82,30 @@ class ShardWorker:
         return node_info()
 
     def run(self, source: str, shard: Shard, payload: Any) -> dict:
-        """One shard: its documents' passages, their vectors, and what each step cost."""
+        """One shard: its documents' passages, their vectors, its pages' graph rows, what each step cost."""
         began, cpu = time.perf_counter(), time.process_time()
-        documents, pages = shard_documents(source, shard, payload)
+        raw = shard_pages(source, shard, payload) if shard.kind != "documents" else None
+        documents, pages = shard_documents(source, shard, payload, raw)
         docs = [(d.title, document_passages(d)) for d in documents]
         read, read_cpu = time.perf_counter() - began, time.process_time() - cpu
+        kg, dropped, kg_cpu = None, None, time.process_time()
+        if self._kg and raw is not None:
+            extractor = Extractor()
+            kg = [rows for rows in (page_rows(extractor, page) for page in raw) if rows[0] or rows[2]]
+            values, capital, templates = extractor_counts(extractor)
+            dropped = [values, capital, dict(templates)]
+        kg_cpu = time.process_time() - kg_cpu
         texts = [index_text(title, text) for title, passages in docs for text in passages]
         began, cpu = time.perf_counter(), time.process_time()
         vectors = self._embedder.encode(texts) if texts else None
         info = node_info()
-        return {"documents": docs, "vectors": vectors, "meta": {
+        return {"documents": docs, "vectors": vectors, "kg": kg, "meta": {
             "shard": shard.number, "kind": shard.kind, "start": shard.start, "stop": shard.stop, "pages": pages,
             "documents": len(docs), "passages": len(texts), "read_seconds": round(read, 3),
             "read_cpu_seconds": round(read_cpu, 3), "embed_seconds": round(time.perf_counter() - began, 3),
             "embed_cpu_seconds": round(time.process_time() - cpu, 3), "host": info["host"],
-            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}}
+            "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "kg_cpu_seconds": round(kg_cpu, 3), "kg_dropped": dropped}}
 
 
 class ShardStore:
@@ -130,6 +145,9 @@ class ShardStore:
                 out.write(json.dumps([title, passages], ensure_ascii=False) + "\n")
         if result["vectors"] is not None:
             np.save(tmp / "vectors.npy", np.ascontiguousarray(result["vectors"], dtype=np.float32))
+        if result.get("kg") is not None:
+            with open(tmp / "kg.jsonl", "w", encoding="utf-8") as out:
+                out.writelines(json.dumps(rows, ensure_ascii=False) + "\n" for rows in result["kg"])
         single._write_json(tmp / "meta.json", result["meta"])
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
@@ -144,6 +162,13 @@ class ShardStore:
         return documents, (np.load(vectors, mmap_mode="r") if vectors.is_file() else None)  # type: ignore[return-value]
 
 
+    def read_kg(self, number: int) -> Iterator[tuple[bool, list[dict], list[dict]]]:
+        """A shard's graph rows, page by page (``kg.page_rows``)."""
+        with open(self._folder(number) / "kg.jsonl", encoding="utf-8") as lines:
+            for line in lines:
+                yield tuple(json.loads(line))  # type: ignore[misc]
+
+
 def shards_dir(config: Config, name: str) -> Path:
     """Where the finished shards of a Ray build of ``name`` wait for the merge."""
     return config.paths.indexes / f".{validate_name(name)}.shards"
@@ -153,16 +178,18 @@ class _RayPassages:
     """The passage step of a build (``build.PassageStep``) run on Ray workers."""
 
     def __init__(self, ray: Any, config: Config, name: str, embedder: Embedder | HashEmbedder, shard_size: int,
-                 retries: int, workers: int | None, on_shard: Callable[[dict], None] | None) -> None:
-        self.ray, self.config, self.name, self.embedder = ray, config, name, embedder
+                 retries: int, workers: int | None, on_shard: Callable[[dict], None] | None, kg: bool) -> None:
+        self.ray, self.config, self.name, self.embedder, self.kg = ray, config, name, embedder, kg
         self.shard_size, self.retries, self.workers, self.on_shard = shard_size, retries, workers, on_shard
 
     def __call__(self, *, source: Path, fmt: str, limit: int | None, folder: Path, key: dict,
                  report: Reporter) -> tuple[int, int, dict]:
         offsets = multistream_offsets(source) if fmt == "wikixml" else None
         kind = "streams" if offsets else "pages" if fmt == "wikixml" else "documents"
+        self._with_kg = self.kg and fmt == "wikixml"  # the workers extract the infobox triples too
         store = ShardStore(shards_dir(self.config, self.name),
-                           {**key, "shard_kind": kind, "ray_shard_size": self.shard_size}, report.note)
+                           {**key, "shard_kind": kind, "ray_shard_size": self.shard_size, "kg": self._with_kg},
+                           report.note)
         began = time.perf_counter()
         if offsets:
             planned = plan_streams(offsets, source.stat().st_size, self.shard_size)
@@ -180,14 +207,18 @@ class _RayPassages:
         ray_seconds = time.perf_counter() - began
         began = time.perf_counter()
         documents, passages = self._merge(store, count, limit, folder, report)
+        merge_seconds, began = time.perf_counter() - began, time.perf_counter()
+        kg = {"kg": self._merge_kg(store, count, limit, folder, str(source))} if self._with_kg else {}
+        kg_seconds = time.perf_counter() - began
         metas = [store.metas[n] for n in range(count)]
-        return documents, passages, {"cluster": {
+        return documents, passages, {**kg, "cluster": {
             "shard_kind": kind, "shard_size": self.shard_size, "shards": count, "workers": self._workers_used,
             "hosts": sorted({m.get("host", "?") for m in metas}), "ray_seconds": round(ray_seconds, 3),
-            "merge_seconds": round(time.perf_counter() - began, 3), "retried": self._failures,
+            "merge_seconds": round(merge_seconds, 3), "kg_merge_seconds": round(kg_seconds, 3),
+            "retried": self._failures,
             "totals": {k: round(sum(m.get(k, 0) for m in metas), 3) for k in
                        ("pages", "documents", "passages", "read_seconds", "read_cpu_seconds", "embed_seconds",
-                        "embed_cpu_seconds")}}}
+                        "embed_cpu_seconds", "kg_cpu_seconds")}}}
 
     def _run(self, store: ShardStore, shards: Iterator[tuple[Shard, Any]], total: int | None, source: str,
              limit: int | None, report: Reporter) -> int:
@@ -219,7 +250,8 @@ class _RayPassages:
         workers = self.workers or cluster_cpus(self.ray)
         spec = worker_embedder(self.embedder, self.config)
         actor_class = self.ray.remote(num_cpus=1)(ShardWorker)
-        pool: ActorPool = ActorPool(self.ray, lambda: actor_class.remote(spec, 1), workers, retries=self.retries,
+        pool: ActorPool = ActorPool(self.ray, lambda: actor_class.remote(spec, 1, self._with_kg), workers,
+                                    retries=self.retries,
                                     describe=lambda item: f"{item[0].describe(total)} of {source}")
         pool.hint = (f"finished shards are kept in {store.root}; fix the cause and run the same command again "
                      "to resume from them")
@@ -281,6 +313,29 @@ class _RayPassages:
             raise
 
 
+    def _merge_kg(self, store: ShardStore, count: int, limit: int | None, folder: Path, source: str) -> dict:
+        """The shards' graph rows, in order, into kg.duckdb, as ``kg.build_kg`` would write it."""
+        builder = KGBuilder(folder, source=source)
+        try:
+            values, capital, templates = 0, 0, Counter()
+            for number in range(count):
+                for rows in store.read_kg(number):
+                    if rows[0] and limit is not None and builder.articles >= limit:
+                        break  # build_kg's --limit: stop at the first article past it
+                    builder.add_rows(rows)
+                else:
+                    shard_values, shard_capital, shard_templates = store.metas[number]["kg_dropped"]
+                    values, capital = values + shard_values, capital + shard_capital
+                    templates.update(shard_templates)
+                    continue
+                break
+            builder.count_dropped(values, capital, templates)
+            return builder.finish()
+        except BaseException:
+            builder.abort()
+            raise
+
+
 def build_index_ray(source: Path, name: str, config: Config, *, address: str | None = None,
                     num_cpus: int | None = None, workers: int | None = None, shard_size: int = SHARD_PAGES,
                     retries: int = RETRIES, embedder: Embedder | HashEmbedder | None = None,
@@ -300,7 +355,8 @@ def build_index_ray(source: Path, name: str, config: Config, *, address: str | N
         raise IndexBuildError(f"{source} does not exist or is not a file", hint="check the SOURCE path")
     single._refuse_existing(index_dir(config, name), bool(options.get("force")))
     with ray_session(address, num_cpus=num_cpus) as ray:
-        step = _RayPassages(ray, config, name, embedder, shard_size, retries, workers, on_shard)
+        step = _RayPassages(ray, config, name, embedder, shard_size, retries, workers, on_shard,
+                            kg=options.get("kg", True))
         path = single.build_index(source, name, config, embedder=embedder, passage_step=step, **options)
     shutil.rmtree(shards_dir(config, name), ignore_errors=True)
     return path

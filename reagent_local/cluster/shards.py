@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 from ..errors import CorpusFormatError
 from ..retrieval.readers import Document, articles, read_documents
-from ..retrieval.wikidump import open_maybe_compressed, parse_pages
+from ..retrieval.wikidump import RawPage, open_maybe_compressed, parse_pages
 
 PAGES_PER_STREAM = 100  # what Wikimedia puts in one stream of a multistream dump
 _SIGNATURE = re.compile(rb"BZh[1-9]1AY&SY")  # a bz2 stream header followed by its first block's magic
@@ -165,25 +165,19 @@ def _wrap_pages(fragment: bytes, label: str) -> bytes:
     return b"<mediawiki>" + fragment[first:last + len(_PAGE_END)] + b"</mediawiki>"
 
 
-class _Counted:
-    """Counts the pages an iterator yields."""
-
-    def __init__(self, pages: Iterator) -> None:
-        self.pages, self.count = pages, 0
-
-    def __iter__(self) -> Iterator:
-        for page in self.pages:
-            self.count += 1
-            yield page
-
-
-def shard_documents(source: str, shard: Shard, payload: bytes | list[Document] | None) -> tuple[list[Document], int]:
-    """The documents of one shard, in source order, and the pages it held (the documents for other formats)."""
-    if shard.kind == "documents":
-        documents = list(payload or [])
-        return documents, len(documents)
+def shard_pages(source: str, shard: Shard, payload: bytes | None) -> list[RawPage]:
+    """The pages of a dump's shard, in source order."""
     fragment = read_streams(source, shard.start, shard.stop) if shard.kind == "streams" else payload
     label = f"{source}, {shard.describe()}"
-    pages = _Counted(parse_pages(io.BytesIO(_wrap_pages(fragment or b"", label)), label))
-    documents = list(articles(pages))
-    return documents, pages.count
+    return list(parse_pages(io.BytesIO(_wrap_pages(fragment or b"", label)), label))
+
+
+def shard_documents(source: str, shard: Shard, payload: bytes | list[Document] | None,
+                    pages: list[RawPage] | None = None) -> tuple[list[Document], int]:
+    """The documents of one shard, in source order, and the pages it held (the documents for other formats)."""
+    if shard.kind == "documents":
+        documents = list(payload or [])  # type: ignore[arg-type]
+        return documents, len(documents)
+    if pages is None:
+        pages = shard_pages(source, shard, payload)  # type: ignore[arg-type]
+    return list(articles(pages)), len(pages)
