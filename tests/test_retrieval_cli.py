@@ -112,3 +112,18 @@ def test_bench_retrieval_on_another_faiss_type_converts_the_auto_index(env):
     assert "FAISS flat" in result.output
     found = CliRunner().invoke(cli, ["search", "Actrius", "--index", hnsw["index"], "--nprobe", "3", "-k", "1"])
     assert found.exit_code == 0 and found.output.startswith("1. Actrius"), found.output
+
+
+def test_index_convert_command(env):
+    _, source = env
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index", "build", str(source), "--name", "tiny", "--quiet"]).exit_code == 0
+    converted = runner.invoke(cli, ["index", "convert", "tiny", "--name", "tiny-hnsw", "--faiss", "hnsw"])
+    assert converted.exit_code == 0, converted.output
+    assert "faiss      hnsw" in converted.output
+    found = runner.invoke(cli, ["search", "Who directed Actrius?", "--index", "tiny-hnsw", "-k", "1"])
+    assert found.output.startswith("1. Actrius  [Actrius#0]")
+    again = runner.invoke(cli, ["index", "convert", "tiny-hnsw", "--name", "tiny-pq", "--faiss", "ivfpq"])
+    assert again.exit_code == 0 and "faiss      flat" in again.output  # 3 vectors: too few for IVF-PQ
+    refused = runner.invoke(cli, ["index", "convert", "tiny", "--name", "tiny-hnsw", "--faiss", "flat"])
+    assert refused.exit_code == 1 and "already exists" in str(refused.exception)

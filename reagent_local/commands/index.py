@@ -23,7 +23,7 @@ def index() -> None:
               help="How to read SOURCE: a MediaWiki dump, JSONL or a JSON array of {title,text}, DPR TSV, or a benchmark file.")
 @click.option("--limit", type=int, default=None, help="Keep only the first N documents (articles, lines, rows, paragraphs).")
 @click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), default="auto", show_default=True,
-              help="Dense index: exact (flat), approximate (hnsw), or chosen by corpus size.")
+              help="Dense index: exact (flat), approximate graph (hnsw), compressed (ivfpq), or chosen by corpus size.")
 @click.option("--no-kg", is_flag=True, help="Do not extract the infobox knowledge graph from a dump.")
 @click.option("--force", is_flag=True, help="Replace an existing index of that name.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -51,6 +51,21 @@ def build_cmd(source: Path, name: str, fmt: str, limit: int | None, faiss_type: 
 
         path = build_index_ray(source, name, config_from(), address=ray_target(ray_address), workers=ray_workers,
                                **({"shard_size": shard_size} if shard_size is not None else {}), **options)
+    info(f"built {path}")
+    _print_info(name)
+
+
+@index.command(name="convert")
+@click.argument("base")
+@click.option("--name", required=True, help="Name of the new index.")
+@click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), required=True,
+              help="The new index's dense type (auto: chosen by corpus size).")
+@click.option("--force", is_flag=True, help="Replace an existing index of that name.")
+def convert_cmd(base: str, name: str, faiss_type: str, force: bool) -> None:
+    """Copy index BASE as NAME with its FAISS part rebuilt from BASE's vectors (no re-embedding)."""
+    from ..retrieval.convert import convert_index
+
+    path = convert_index(base, name, config_from(), faiss_type, force=force, log=info)
     info(f"built {path}")
     _print_info(name)
 
