@@ -57,13 +57,15 @@ def _folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def measure(dump: Path, workers: int, shard_size: int, limit: int | None, kg: bool, embedder: str | None) -> dict:
+def measure(dump: Path, workers: int, shard_size: int, limit: int | None, kg: bool, embedder: str | None,
+            backend: str | None = None) -> dict:
     """Both builds and their figures."""
     import ray
 
     os.environ.update(WORKER_ENV)
     home = Path(tempfile.mkdtemp(prefix="ray-build-"))
-    config = load_config({"paths.home": str(home), **({"retrieval.embedder": embedder} if embedder else {})}, env={})
+    config = load_config({"paths.home": str(home), **({"retrieval.embedder": embedder} if embedder else {}),
+                          **({"retrieval.embedder_backend": backend} if backend else {})}, env={})
     out: dict = {"dump": str(dump), "dump_bytes": dump.stat().st_size, "workers": workers, "shard_size": shard_size,
                  "limit": limit, "load_before": _load()}
     began = time.perf_counter()
@@ -71,6 +73,11 @@ def measure(dump: Path, workers: int, shard_size: int, limit: int | None, kg: bo
         xml = bz2.decompress(raw.read()) if dump.suffix == ".bz2" else b""
     if xml:
         out["bz2_mb_per_s"] = round(dump.stat().st_size / 1e6 / (time.perf_counter() - began), 2)
+    from reagent_local.retrieval.embed import embedder_for
+
+    embedder = embedder_for(config)
+    out["embedder"] = {"name": embedder.name, "backend": embedder.backend}
+    embedder.encode(["warm up"])  # an ONNX backend exports the model once, outside both timings
     began = time.perf_counter()
     single = build_index(dump, "single", config, kg=kg, progress=False, limit=limit)
     out["single_seconds"] = round(time.perf_counter() - began, 2)
@@ -110,11 +117,13 @@ def summary(m: dict, target: float, cores: int) -> str:
     read_cpu, embed_cpu = totals["read_cpu_seconds"] / done, totals["embed_cpu_seconds"] / done
     single_embed_cpu = s["embedding"]["cpu_seconds"] / n
     lines = [
+        f"embedder {m['embedder']['name']} ({m['embedder']['backend']}); "
         f"dump {m['dump']} ({m['dump_bytes'] / 1e6:.2f} MB), {s['documents']} articles, {n} passages; "
         f"same passages: {m['same_passages']}",
         f"load average: before {m['load_before']}, between {m['load_between']}, after {m['load_after']}",
         f"single process: {m['single_seconds']} s ({n / m['single_seconds']:.1f} passages/s); steps {s['seconds']}; "
-        f"embedding CPU {single_embed_cpu * 1000:.1f} ms/passage",
+        f"embedding CPU {single_embed_cpu * 1000:.1f} ms/passage ({s['embedding']['passages_per_second']:.1f} passages/s "
+        f"in the embedding step)",
         f"Ray, {m['workers']} workers, {cluster['shards']} shards of {m['shard_size']} pages: {m['ray_seconds']} s "
         f"({n / m['ray_seconds']:.1f} passages/s) + {m['ray_start_seconds']} s to start Ray; shards phase "
         f"{cluster['ray_seconds']} s ({n / cluster['ray_seconds']:.1f} passages/s), merge {cluster['merge_seconds']} s; "
@@ -151,9 +160,10 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=8, help="cores of one machine in the projection")
     parser.add_argument("--kg", action="store_true", help="build the knowledge graph too (the workers extract it)")
     parser.add_argument("--embedder", default=None, help="e.g. hash-384 to time everything but the model")
+    parser.add_argument("--backend", default=None, help="the embedder backend (torch, onnx, onnx-int8; default: the configured)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
     args = parser.parse_args()
-    figures = measure(args.dump, args.workers, args.shard_size, args.limit, args.kg, args.embedder)
+    figures = measure(args.dump, args.workers, args.shard_size, args.limit, args.kg, args.embedder, args.backend)
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2))
     print(summary(figures, args.target, args.cores))

@@ -14,7 +14,7 @@ graph, atomic swap) runs with its passage step replaced by ``_RayPassages``, whi
    build assigns them), into the build's embedding files, so the next steps find every
    vector done, and into kg.duckdb (as ``kg.build_kg`` writes it; with --limit, the
    left-out-value counts of the last shard are not added). The shard folder is removed
-   once the index is in place.
+   once merged, so the head never holds shards and the build's files at their peak.
 """
 
 from __future__ import annotations
@@ -211,6 +211,7 @@ class _RayPassages:
         kg = {"kg": self._merge_kg(store, count, limit, folder, str(source))} if self._with_kg else {}
         kg_seconds = time.perf_counter() - began
         metas = [store.metas[n] for n in range(count)]
+        shutil.rmtree(store.root)  # merged: the build's own files carry on from here (and resume without them)
         return documents, passages, {**kg, "cluster": {
             "shard_kind": kind, "shard_size": self.shard_size, "shards": count, "workers": self._workers_used,
             "hosts": sorted({m.get("host", "?") for m in metas}), "ray_seconds": round(ray_seconds, 3),
