@@ -130,7 +130,6 @@ def main() -> None:
 def summarise(runs: list[dict], configs: list[tuple[str, int, int]], work: Path) -> list[dict]:
     """Median rates per configuration; cosine of each configuration's vectors to PyTorch's."""
     reference = next((np.load(work / f"torch-{bs}-{t}.npy") for b, bs, t in configs if b == "torch"), None)
-    base = None
     rows = []
     for backend, batch_size, threads in configs:
         mine = [r for r in runs if (r["backend"], r["batch_size"], r["threads"]) == (backend, batch_size, threads)]
