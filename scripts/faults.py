@@ -1047,8 +1047,8 @@ DAMAGES: dict[str, Callable[[Path], None]] = {"truncated": _truncate, "header ov
                                               "4 KB overwritten mid-file": _garble_block, "emptied": _empty}
 INDEX_CASES = [("dense.faiss", "truncated"), ("dense.faiss", "header overwritten"),
                ("passages.duckdb", "truncated"), ("passages.duckdb", "header overwritten"),
-               ("bm25/data.csc.index.npy", "truncated"), ("bm25/indices.csc.index.npy", "header overwritten"),
-               ("bm25/vocab.index.json", "header overwritten"), ("bm25/params.index.json", "emptied"),
+               ("bm25/scores.npy", "truncated"), ("bm25/rows.npy", "header overwritten"),
+               ("bm25/terms.npy", "header overwritten"), ("bm25/params.json", "emptied"),
                ("kg.duckdb", "truncated"), ("manifest.json", "header overwritten")]
 
 

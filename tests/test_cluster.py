@@ -313,4 +313,5 @@ def test_real_model_in_ray_workers(local_ray, tmp_path):
     drawn = json.loads((outcome.folder / "config.json").read_text())["question_ids"]
     assert sorted(r["id"] for r in records) == sorted(drawn)
     assert all(r["llm_calls"] == 1 and r["error"] is None and r["prompt_tokens"] > 0 for r in records)
-    assert json.loads((outcome.folder / "config.json").read_text())["model"]["path"] == str(model)
+    recorded = json.loads((outcome.folder / "config.json").read_text())["model"]["path"]
+    assert Path(recorded).resolve() == Path(model).resolve()  # the same file (the models folder may be a link)

@@ -217,7 +217,8 @@ def test_read_only_home(read_only_rows: dict, label: str) -> None:
 
 
 FAST_INDEX_CASES = [("dense.faiss", "truncated"), ("passages.duckdb", "header overwritten"),
-                    ("bm25/vocab.index.json", "header overwritten"), ("manifest.json", "header overwritten")]
+                    ("bm25/terms.npy", "header overwritten"), ("bm25/rows.npy", "truncated"),
+                    ("manifest.json", "header overwritten")]
 
 
 @pytest.mark.parametrize("case", FAST_INDEX_CASES, ids=lambda c: f"{c[0]} {c[1]}")
