@@ -155,7 +155,15 @@ class _NpyWriter:
         self._stream.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
         self.written += len(values)
 
-    def close(self) -> None:
+    def close(self, *, check: bool = True) -> None:
+        """Close the file; ``check=False`` when another error is already on its way (a full disk), so it is
+        the one reported rather than a short count or a second failed flush."""
+        if not check:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+            return
         self._stream.close()
         if self.written != self.length:
             raise RuntimeError(f"{self.path}: wrote {self.written} values, expected {self.length}")
@@ -240,9 +248,12 @@ def _merge(runs: _Runs, offsets: np.ndarray, idf: np.ndarray, avg_length: np.flo
             scores.write(weights(idf, terms[order], tf[order], lengths[order], avg_length, k1, b))
             rows.write(found[order])
             low = high
-    finally:
-        scores.close()
-        rows.close()
+    except BaseException:
+        scores.close(check=False)
+        rows.close(check=False)
+        raise
+    scores.close()
+    rows.close()
 
 
 def _write_vocabulary(stems: dict[str, int], folder: Path) -> None:
