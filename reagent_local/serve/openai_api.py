@@ -22,7 +22,7 @@ from ..answer import Answer
 from . import sse
 from .errors import ApiError, bad_request
 from .live import Describer
-from .service import Service, follow, read_json
+from .service import TICK, Service, follow, read_json
 
 CANCELLED = "cancelled"
 
@@ -130,17 +130,13 @@ async def _stream(service: Service, job: Any, completion_id: str, created: int,
                           "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
                           **extra})
 
-    describe, quiet = Describer(), 0.0
+    describe = Describer()
     try:
         yield chunk({"role": "assistant", "content": ""})
-        async for item in follow(job, None):
-            if item is None:
-                quiet += 0.25
-                if quiet >= sse.KEEPALIVE_SECONDS:
-                    quiet = 0.0
-                    yield sse.KEEPALIVE
+        async for item in sse.with_keepalives(follow(job, None), TICK):
+            if item == sse.KEEPALIVE:
+                yield item
                 continue
-            quiet = 0.0
             kind, detail = item
             if kind == "queued":
                 yield chunk({"reasoning_content": sse.waiting_line(detail) + "\n"})

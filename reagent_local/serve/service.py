@@ -110,7 +110,10 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     return body
 
 
-async def follow(job: Job, request: Request | None, *, tick: float = 0.25) -> AsyncIterator[tuple[str, Any] | None]:
+TICK = 0.25  # seconds between follow's quiet ticks
+
+
+async def follow(job: Job, request: Request | None, *, tick: float = TICK) -> AsyncIterator[tuple[str, Any] | None]:
     """A job's updates until its last one; None every ``tick`` seconds without one (for keep-alives).
 
     With ``request`` given, a client that has gone away cancels the job. A streaming response

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, AsyncIterator
 
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = ": keep-alive\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 MEDIA_TYPE = "text/event-stream"
+
+
+async def with_keepalives(items: AsyncIterator[Any], tick: float) -> AsyncIterator[Any]:
+    """The items of a followed job, its quiet ticks (None, every ``tick`` seconds) turned into one
+    KEEPALIVE every KEEPALIVE_SECONDS."""
+    quiet = 0.0
+    async for item in items:
+        if item is None:
+            quiet += tick
+            if quiet >= KEEPALIVE_SECONDS:
+                quiet = 0.0
+                yield KEEPALIVE
+            continue
+        quiet = 0.0
+        yield item
 
 # the events a chat client is told about while it waits (the page shows every event)
 _PROGRESS = {"plan", "decision", "rollback_local", "rollback_global", "conflict_set", "override", "skipped",

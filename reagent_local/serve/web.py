@@ -24,7 +24,7 @@ from ..trace.runs import export_run, list_runs, resolve_run_id
 from . import sse
 from .errors import ApiError, bad_request
 from .live import END, Describer
-from .service import Service, follow, read_json
+from .service import TICK, Service, follow, read_json
 
 POLL_SECONDS = 1.0  # how often a run written by another process is read again
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
@@ -96,16 +96,12 @@ async def ask(request: Request) -> Response:
 
 
 async def _ask_stream(service: Service, job: Any) -> AsyncIterator[str]:
-    describe, quiet = Describer(), 0.0
+    describe = Describer()
     try:
-        async for item in follow(job, None):
-            if item is None:
-                quiet += 0.25
-                if quiet >= sse.KEEPALIVE_SECONDS:
-                    quiet = 0.0
-                    yield sse.KEEPALIVE
+        async for item in sse.with_keepalives(follow(job, None), TICK):
+            if item == sse.KEEPALIVE:
+                yield item
                 continue
-            quiet = 0.0
             kind, detail = item
             if kind == "queued":
                 yield sse.event({"ahead": detail, "line": sse.waiting_line(detail)}, name="queued")
