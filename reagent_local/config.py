@@ -105,8 +105,11 @@ class PipelineConfig:
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
     read_trusted_chains: bool = False  # the second road for chains a rule decided from sure steps too (one call more)
-    min_confidence: float = 0.3  # a checked step answer the model is less sure of is retried once
+    # a checked step answer the model is less sure of is retried once (local backtracking); on the tune
+    # questions a step under 0.7 marked a wrong final answer (docs/benchmarks.md, "The model's confidence")
+    min_confidence: float = 0.7
     chain_trust: float = 0.5  # a chain decided by a rule from checked steps at least this sure is not in doubt
+    options_trust: float = 0.3  # an either-or chain whose facts are all at least this sure is not in doubt
     roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them
     max_replans: int = 1  # with global backtracking: a plan whose step finds no usable answer is made again
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional

@@ -114,7 +114,7 @@ class SecondRoad(_Base):
         - a rule decided it from steps that all passed their checks with at least ``chain_trust``
           confidence, or
         - the question names two options, and every fact the chain gathered for them is at least
-          ``min_confidence`` sure: choosing between the named options from facts found for each is
+          ``options_trust`` sure: choosing between the named options from facts found for each is
           what a single reading of the whole question does worst.
         """
         answered = [s for s in self.steps if s.done and s.statement is not None]
@@ -125,7 +125,7 @@ class SecondRoad(_Base):
         checked = bool(answered) and len(answered) == len(self.steps) and not any(s.uncertain for s in self.steps)
         by_rule = chain.rule is not None and checked and confidence >= self.settings.chain_trust
         by_options = either_or_options(self.question) is not None and bool(answered) \
-            and confidence >= self.settings.min_confidence
+            and confidence >= self.settings.options_trust
         trusted = problem is None and (by_rule or by_options)
         how = f"rule {chain.rule}" if chain.rule else "the model"
         note = (f"{how} chose it from {len(answered)} step(s), least sure {confidence:.2f}"

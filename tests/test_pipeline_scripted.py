@@ -474,6 +474,23 @@ def test_an_either_or_chain_with_sure_facts_is_trusted_even_when_the_model_chose
     assert "trusted" in signal["detail"] and "the model chose it" in signal["detail"]
 
 
+@pytest.mark.parametrize("options_trust, trusted", [(0.3, True), (0.6, False)])
+def test_options_trust_decides_whether_an_either_or_chain_meets_the_second_road(index, log, options_trust, trusted):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["When was Blue Harbour released?", "When was Red Sky released?"]},
+                 schema="Decomposition")
+    index.add("Red Sky", "Red Sky is a 1962 film.")
+    for film, year in (("Blue Harbour", "1998"), ("Red Sky", "1962")):  # sure enough to keep, not to trust at 0.6
+        llm.add_rule({"answer": year, "passages": [1], "subject": film, "relation": "release_date"},
+                     schema="SubAnswer", contains=f"{film} released", confidence=0.5)
+    llm.add_rule({"answer": "Red Sky"}, schema="OptionAnswer")
+    llm.add_rule({"answer": "Red Sky", "passages": [1]}, schema="SubAnswer")  # the whole question's reading
+    answer = pipeline(llm, index, log, two_roads=True, min_confidence=0.0, options_trust=options_trust,
+                      rules=("all", "-compare-options")).ask("Which film came out first, Blue Harbour or Red Sky?")
+    assert answer.answer == "Red Sky"
+    assert len(llm.requests_for("SubAnswer")) == (2 if trusted else 3)  # an untrusted chain meets the whole question
+
+
 class _ModelThatWillNotLoad(ScriptedLLM):
     def generate_json(self, *args, **kwargs):
         raise ModelIntegrityError("models/broken.gguf is not a GGUF file", hint="delete it and pull again")
