@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,17 @@ def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def append_raw(ws, agent: str, kind: str, payload: dict):
     """Log an event as another (older, foreign) writer would: no typed body, any kind or payload."""
     return ws.log.append(ws.run_id, kind, agent=agent, payload=payload, time=ws.clock.tick())
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> dict:
+    """The benchmark driver script (bench_support.DRIVER) written to tmp_path, loaded, with its tiny dataset."""
+    from bench_support import DRIVER
+
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER, encoding="utf-8")
+    module = runpy.run_path(str(script), run_name="bench_driver")
+    data = tmp_path / "hotpot_tiny.json"
+    module["write_dataset"](data)
+    module["script"], module["data"] = script, data
+    return module

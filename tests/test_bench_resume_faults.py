@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import random
-import runpy
 import signal
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from process_support import held_lock
-from test_bench_runner import DRIVER
 
 from reagent_local.bench import records as records_module
 from reagent_local.bench.records import RECORDS_FILE, RecordStore, read_records
@@ -113,15 +111,6 @@ def test_a_full_disk_while_appending_leaves_no_torn_line(tmp_path: Path, monkeyp
 
 # --------------------------------------------------------------------- two runs into one folder
 
-@pytest.fixture
-def driver(tmp_path: Path) -> dict:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER, encoding="utf-8")
-    module = runpy.run_path(str(script), run_name="bench_driver")
-    data = tmp_path / "hotpot_tiny.json"
-    module["write_dataset"](data)
-    module["script"], module["data"] = script, data
-    return module
 
 
 def test_a_second_run_into_a_busy_folder_fails_naming_the_holder(driver: dict, tmp_path: Path) -> None:

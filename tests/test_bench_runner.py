@@ -6,7 +6,6 @@ import hashlib
 import io
 import json
 import os
-import runpy
 import signal
 import subprocess
 import sys
@@ -22,83 +21,7 @@ from reagent_local.bench.runner import run_benchmark
 from reagent_local.config import load_config
 from reagent_local.errors import BenchRunError
 
-# A self-contained driver: a tiny HotpotQA-format file, a scripted model that answers from
-# what it is shown, and an in-memory retriever. The test runs it in a subprocess (to kill it)
-# and loads it in-process with runpy (for the reference and resumed runs).
-DRIVER = r'''
-import json, os, re, sys, time
-from pathlib import Path
-from reagent_local.bench.runner import run_benchmark
-from reagent_local.config import load_config
-from reagent_local.datasets import load_questions, open_corpus
-from reagent_local.testing import InMemoryIndex, Rule, ScriptedLLM
-
-N_QUESTIONS = 8
-METHODS = ["closed-book", "rag", "ircot"]
-
-
-def write_dataset(path):
-    records = []
-    for i in range(N_QUESTIONS):
-        records.append({
-            "_id": f"q{i}", "type": "bridge", "level": "hard",
-            "question": f"What is the capital of the country where the river Riv{i} flows?",
-            "answer": f"City{i}",
-            "supporting_facts": [[f"Riv{i}", 0], [f"Land{i}", 0]],
-            "context": [
-                [f"Riv{i}", [f"Riv{i} is a river.", f" Riv{i} flows through Land{i}."]],
-                [f"Land{i}", [f"Land{i} is a country.", f" Its capital is City{i}."]],
-                [f"Peak{i}", [f"Peak{i} is a mountain near the river Riv{i}."]],
-            ],
-        })
-    Path(path).write_text(json.dumps(records), encoding="utf-8")
-
-
-def respond(messages, schema):
-    if os.environ.get("BENCH_SLOW"):
-        time.sleep(float(os.environ["BENCH_SLOW"]))
-    text = messages[-1]["content"]
-    i = re.search(r"Riv(\d+) flows\?", text).group(1)
-    known = f"Its capital is City{i}" in text
-    name = schema.__name__
-    if name == "SpanAnswer":
-        return {"answer": f"City{i}" if known else "Paris"}
-    if name == "ReasoningStep":
-        return {"thought": f"Land{i} capital city" if not known else f"The capital of Land{i} is City{i}.",
-                "answer": f"City{i}" if known else ""}
-    raise AssertionError(f"unexpected schema {name}")
-
-
-def build(data_file):
-    llm = ScriptedLLM(rules=[Rule(respond)])
-    questions = load_questions(data_file, "hotpotqa")
-    retriever = InMemoryIndex()
-    for n, p in enumerate(open_corpus(questions)):
-        retriever.add(p.title, p.text, n)
-    config = load_config({"retrieval.top_k": 2, "pipeline.max_retrieval_rounds": 2}, env={})
-    return llm, retriever, config
-
-
-def run(data_file, out, resume=False, **kwargs):
-    llm, retriever, config = build(data_file)
-    return run_benchmark("hotpotqa", data_file, config=config, n=6, seed=5, methods=METHODS, out=out,
-                         resume=resume, llm=llm, retriever=retriever, **kwargs)
-
-
-if __name__ == "__main__":
-    run(Path(sys.argv[1]), Path(sys.argv[2]), resume=len(sys.argv) > 3)
-'''
-
-
-@pytest.fixture
-def driver(tmp_path: Path) -> dict:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER, encoding="utf-8")
-    module = runpy.run_path(str(script), run_name="bench_driver")
-    data = tmp_path / "hotpot_tiny.json"
-    module["write_dataset"](data)
-    module["script"], module["data"] = script, data
-    return module
+from bench_support import river_answers
 
 
 def index_of(paragraphs: list[tuple[str, str]]) -> "object":
@@ -309,30 +232,10 @@ def test_cli_rejects_unknown_methods(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_reagent_methods_run_through_the_real_pipeline(driver: dict, tmp_path: Path) -> None:
-    import re
-
     from reagent_local.testing import Rule
 
-    def respond(messages, schema):
-        text = messages[-1]["content"]
-        name = schema.__name__
-        if name == "Decomposition":
-            i = re.search(r"Riv(\d+)", text).group(1)
-            return {"subquestions": [f"Which country does the river Riv{i} flow through?", "What is the capital of #1?"]}
-        if name == "SubAnswer":
-            if m := re.search(r"capital of (Land\d+)\?", text):
-                return {"answer": m.group(1).replace("Land", "City"), "passages": [1], "subject": m.group(1),
-                        "relation": "other"}
-            if m := re.search(r"Riv(\d+) flows\?", text):  # the whole question (the second road)
-                return {"answer": f"City{m.group(1)}", "passages": [1], "subject": "", "relation": "other"}
-            i = re.search(r"Riv(\d+) flow through", text).group(1)
-            return {"answer": f"Land{i}", "passages": [1], "subject": f"Riv{i}", "relation": "other"}
-        if name == "FinalAnswer":
-            return {"answer": re.findall(r"City\d+", text)[-1]}
-        raise AssertionError(f"unexpected {name} request")
-
     llm, retriever, config = driver["build"](driver["data"])
-    llm.rules[:] = [Rule(respond)]
+    llm.rules[:] = [Rule(river_answers)]
     outcome = run_benchmark("hotpotqa", driver["data"], config=config, n=3, seed=2,
                             methods=["reagent-none", "reagent-both"], out=tmp_path / "run", llm=llm, retriever=retriever)
     records = read_records(tmp_path / "run" / RECORDS_FILE)

@@ -17,9 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bench_support
 import duckdb
 import numpy as np
 import pytest
+from bench_support import river_answers
 
 from reagent_local.bench.records import RECORDS_FILE, read_records
 from reagent_local.bench.runner import run_benchmark
@@ -36,7 +38,8 @@ from reagent_local.cluster import build_index_ray, run_benchmark_ray  # noqa: E4
 from reagent_local.cluster.connect import WORKER_ENV  # noqa: E402
 from reagent_local.cluster.index_build import shards_dir  # noqa: E402
 
-cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the fakes below travel to the workers by value
+for module in (sys.modules[__name__], bench_support):  # the fakes travel to the workers by value
+    cloudpickle.register_pickle_by_value(module)
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -191,35 +194,13 @@ def _dataset(path: Path, n: int = 6) -> Path:
     return path
 
 
-def _respond(messages, schema):
-    """The baselines' and the ReAgent roles' answers, from what the prompt shows."""
-    text, name = messages[-1]["content"], schema.__name__
-    if name == "Decomposition":
-        i = re.search(r"Riv(\d+)", text).group(1)
-        return {"subquestions": [f"Which country does the river Riv{i} flow through?", "What is the capital of #1?"]}
-    if name == "SubAnswer":
-        if m := re.search(r"capital of (Land\d+)\?", text):
-            return {"answer": m.group(1).replace("Land", "City"), "passages": [1], "subject": m.group(1),
-                    "relation": "other"}
-        i = re.search(r"Riv(\d+) flow", text).group(1)
-        return {"answer": f"Land{i}", "passages": [1], "subject": f"Riv{i}", "relation": "other"}
-    if name == "FinalAnswer":
-        return {"answer": re.findall(r"City\d+", text)[-1]}
-    i = re.search(r"Riv(\d+) flows\?", text).group(1)
-    known = f"Its capital is City{i}" in text
-    if name == "SpanAnswer":
-        return {"answer": f"City{i}" if known else "Paris"}
-    return {"thought": f"The capital of Land{i} is City{i}." if known else f"Land{i} capital city",
-            "answer": f"City{i}" if known else ""}
-
-
 def _bench_parts(data: Path):
     from reagent_local.datasets import load_questions, open_corpus
 
     index = InMemoryIndex()
     for n, p in enumerate(open_corpus(load_questions(data, "hotpotqa"))):
         index.add(p.title, p.text, n)
-    return ScriptedLLM(rules=[Rule(_respond)]), index
+    return ScriptedLLM(rules=[Rule(river_answers)]), index
 
 
 def _comparable(records: list[dict]) -> list[str]:
