@@ -70,7 +70,7 @@ class GlobalBacktracking(_Base):
         self.backtracks["global"] += 1
         self.team.controller.penalise(plan.discard.agent)
         culprit = self.steps[plan.discard.subquestion]
-        culprit.discard_answer()
+        culprit.discard_answer(keep_passages=plan.keep_passages)
         for statement in plan.reassert:  # unaffected statements stand as they were
             stamped = self._hold(statement.agent, statement)
             if statement.agent == VERIFIER:

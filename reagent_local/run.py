@@ -191,7 +191,7 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
 
     def _candidate(self, step: Step, evidence: Evidence) -> Candidate:
         try:
-            return self.team.verifier.answer(step.index, step.question, evidence)
+            return self.team.verifier.answer(step.index, step.question, evidence, sorted(step.rejected))
         except LLMOutputError as exc:
             self.ws.record(VERIFIER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
             return Candidate(step.index, step.question, "unknown", (), "", "other")

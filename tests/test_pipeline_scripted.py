@@ -491,6 +491,30 @@ def test_options_trust_decides_whether_an_either_or_chain_meets_the_second_road(
     assert len(llm.requests_for("SubAnswer")) == (2 if trusted else 3)  # an untrusted chain meets the whole question
 
 
+def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answer_back(log):
+    index = InMemoryIndex()
+    index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
+    index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="It is not Tom Hale")  # told what was given up, it reads again
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed Blue Harbour?")  # the wrong name from the right passage
+    llm.add_rule({"answer": "1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_date"},
+                 schema="SubAnswer", contains="When was Mara Lind born?")
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="When was Tom Hale born?")
+    llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
+    answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
+    assert answer.answer == "1961" and [s.answer for s in answer.subquestions] == ["Mara Lind", "1961"]
+    assert answer.backtracks["global"] == 1
+    (conflict,) = [e.payload for e in log.events(answer.run_id) if e.type == "conflict_set"]
+    assert "found no answer" in conflict["reason"] and conflict["affected_steps"] == [0, 1]
+    prompts = [r.messages[-1]["content"] for r in llm.requests_for("SubAnswer")]
+    redo = [p for p in prompts if "It is not Tom Hale" in p]
+    assert len(redo) == 1 and "Blue Harbour is a 1998 film" in redo[0]  # its passage was kept
+
+
 class _ModelThatWillNotLoad(ScriptedLLM):
     def generate_json(self, *args, **kwargs):
         raise ModelIntegrityError("models/broken.gguf is not a GGUF file", hint="delete it and pull again")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reagent_local.agents.assembler import AnswerAssembler, StepResult
 from reagent_local.agents.schemas import option_answer
 from reagent_local.core.conflicts import ConflictChecker
@@ -55,6 +57,18 @@ def test_a_broken_bridge_is_escalated():
               StepResult(1, "Where was Tom Hale born?", "Oslo", s1, ("Mara Lind was born in Oslo.",), (0,))]
     (found,) = assembler(ScriptedLLM()).contradictions(broken)
     assert found.kind == "bridge" and "Tom Hale" in found.reason and found.statements == (s0, s1)
+
+
+@pytest.mark.parametrize("read, escalated", [
+    (("X is by Tom Hale.", "Mara Lind was born in Oslo."), True),  # only the passage Tom Hale came from names him
+    (("X is by Tom Hale.", "Tom Hale is a writer from Leeds."), False),  # another one does: the corpus lacks the fact
+])
+def test_a_failed_step_that_found_nothing_about_its_bridge_doubts_the_bridge(read, escalated):
+    s0 = make_statement("q0 -> Tom Hale", agent="verifier", subquestion=0)
+    results = [StepResult(0, "Who directed X?", "Tom Hale", s0, ("X is by Tom Hale.",), (), ("X is by Tom Hale.",)),
+               StepResult(1, "When was Tom Hale born?", "unknown", None, read, (0,))]
+    found = assembler(ScriptedLLM()).contradictions(results)
+    assert [(f.kind, f.statements) for f in found] == ([("unfounded", (s0,))] if escalated else [])
 
 
 def test_values_of_different_steps_that_cannot_both_hold_are_escalated():

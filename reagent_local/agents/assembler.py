@@ -4,10 +4,11 @@ The enabled ``assemble`` rules (reagent_local.rules.assemble_rules) decide clear
 in code: a chain answered by its last step, comparisons of dates and numbers, "both"
 and "the same ..." questions, an option named by a step; the model is asked otherwise
 (grammar-bound to the question's two options when the ``option-grammar`` rule applies).
-Two kinds of contradiction between sub-questions are escalated to the Supervisor:
-verified statements whose values cannot both hold (the core's rules), and a bridge
-that does not hold: step j was asked about answer #k, yet none of step j's evidence
-mentions that answer, so #k or step j's answer is wrong.
+Contradictions between sub-questions are escalated to the Supervisor: verified
+statements whose values cannot both hold (the core's rules); a bridge that does not
+hold: step j was asked about answer #k, yet none of step j's evidence mentions that
+answer, so #k or step j's answer is wrong; and an unfounded step: step j found no
+answer about #k and nothing it read mentions #k, so #k is doubted.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Escalation:
 
     statements: tuple[Statement, ...]
     reason: str
-    kind: str  # "value" | "bridge"
+    kind: str  # "value" | "bridge" | "unfounded"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class StepResult:
     statement: Statement | None
     evidence_texts: tuple[str, ...]
     depends_on: tuple[int, ...]
+    cited_texts: tuple[str, ...] = ()  # the passages this step's answer was read from
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,21 @@ class AnswerAssembler:
         for step in steps:
             for k in step.depends_on:
                 earlier = by_index.get(k)
-                if earlier is None or earlier.statement is None or step.statement is None:
-                    continue
+                if earlier is None or earlier.statement is None or is_unknown(earlier.answer):
+                    continue  # nothing to reconcile: an unanswered step is not a contradiction
                 if normalize(earlier.answer) in {"yes", "no"} or not step.evidence_texts:
                     continue
-                if is_unknown(earlier.answer) or is_unknown(step.answer):
-                    continue  # nothing to reconcile: an unanswered step is not a contradiction
-                if not grounded_in(earlier.answer, step.evidence_texts):
+                if is_unknown(step.answer):
+                    # step j found nothing, and nothing it read mentions answer #k beyond the passage #k was
+                    # read from: #k is the likelier culprit
+                    sources = set(earlier.cited_texts)
+                    about = [t for t in step.evidence_texts if t not in sources]
+                    if about and grounded_in(earlier.answer, about):
+                        continue
+                    reason = (f"step {step.index + 1} asks about {earlier.answer!r} (answer {k + 1}) and found no "
+                              f"answer; no passage it read mentions {earlier.answer!r} but the one it came from")
+                    found.append(Escalation((earlier.statement,), reason, "unfounded"))
+                elif step.statement is not None and not grounded_in(earlier.answer, step.evidence_texts):
                     reason = (f"step {step.index + 1} asks about {earlier.answer!r} (answer {k + 1}) "
                               f"but none of its passages mention it")
                     found.append(Escalation((earlier.statement, step.statement), reason, "bridge"))

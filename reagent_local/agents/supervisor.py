@@ -2,7 +2,8 @@
 
 Conflicts reach it through the channel: concurrent asserts that contradict each other
 in one round, and contradictions the assembler finds across steps (sent as a reject
-addressed to the supervisor). For each, it takes the minimal conflict set, gives up
+addressed to the supervisor), among them an answer a later step could find nothing
+about, which is given up while its passages may be read again. For each, it takes the minimal conflict set, gives up
 the statement with the lowest confidence times its agent's reliability, and plans the
 rollback: the checkpoint before that statement entered, the steps to solve again (the
 discarded one and every step using its answer), and the statements the rollback would
@@ -57,6 +58,7 @@ class RollbackPlan:
     reassert: tuple[Statement, ...]
     reason: str
     source: str
+    keep_passages: bool = False  # the discarded answer goes, the passages it was read from may be read again
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ class Supervisor:
 
     def conflict_set(self, conflict: ConflictRecord) -> tuple[Statement, ...]:
         """The minimal conflict set (value conflicts through the core; a broken bridge is already minimal)."""
-        if conflict.kind == "bridge" or len(conflict.statements) < 3:
+        if conflict.kind in ("bridge", "unfounded") or len(conflict.statements) < 3:
             return tuple(conflict.statements)
         return tuple(minimal_conflict_set(list(conflict.statements), self.checker))
 
@@ -106,6 +108,8 @@ class Supervisor:
 
     def choose(self, conflict: ConflictRecord, mcs: Sequence[Statement]) -> Statement:
         """The statement to give up: the weakest (the latest on a tie)."""
+        if conflict.kind == "unfounded":  # the answer a later step could find nothing about
+            return mcs[0]
         if conflict.kind == "bridge":
             # the later step was built on the earlier one: doubt the foundation first,
             # unless it is clearly stronger than the step that failed to find it
@@ -123,7 +127,8 @@ class Supervisor:
         affected = tuple(sorted(dependents(plan, step))) if isinstance(step, int) else ()
         doomed = discarded_between(view.state(), view.state_at(checkpoint.time))
         reassert = tuple(s for s in doomed if isinstance(s.subquestion, int) and s.subquestion not in affected)
-        return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source)
+        return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source,
+                            keep_passages=conflict.kind == "unfounded")
 
     def settle_roads(self, question: str, chain: Road, whole: Road, evidence: Evidence) -> RoadsVerdict:
         """The road whose answer stands: the answers' type and grounding, then trust, then confidence, then

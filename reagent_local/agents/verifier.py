@@ -142,12 +142,15 @@ class LLMJudge:
         return Verdict(result.value.contradict, "LLM judge: " + ("contradict" if result.value.contradict else "compatible"))
 
 
-def read_passages(call: Caller, agent: str, index: int, question: str, evidence: Evidence) -> Candidate:
+def read_passages(call: Caller, agent: str, index: int, question: str, evidence: Evidence,
+                  rejected: Sequence[str] = ()) -> Candidate:
     """A span answer to ``question`` from numbered passages, with the passages it came from and its probability.
 
-    The verifier reads a step's evidence this way, the assembler the whole question's.
+    The verifier reads a step's evidence this way, the assembler the whole question's. ``rejected``
+    answers (given up by the supervisor) are named in the prompt, so the same passages can give another.
     """
-    messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=question)
+    asked = question + (f" (It is not {' and not '.join(rejected)}.)" if rejected else "")
+    messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=asked)
     result = call(agent, messages, SubAnswer, max_tokens=90)
     value: SubAnswer = result.value
     answer = " ".join(value.answer.split())
@@ -187,9 +190,9 @@ class Verifier:
         self.rules = rules
         self.min_confidence = min_confidence  # a checked answer less sure than this is retried once
 
-    def answer(self, index: int, question: str, evidence: Evidence) -> Candidate:
-        """Ask the model for a span answer with the passages it used."""
-        return read_passages(self.call, AGENT, index, question, evidence)
+    def answer(self, index: int, question: str, evidence: Evidence, rejected: Sequence[str] = ()) -> Candidate:
+        """Ask the model for a span answer with the passages it used (not one of the ``rejected`` answers)."""
+        return read_passages(self.call, AGENT, index, question, evidence, rejected)
 
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
                 facts: Iterable[Statement] = (), rejected: Iterable[str] = ()) -> Attempt:
