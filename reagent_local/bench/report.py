@@ -187,35 +187,40 @@ def method_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _method_section(title: str, note: str, columns: Sequence[str], rows: dict[str, Sequence[Any]],
+                    id_lines: dict[str, str]) -> list[str]:
+    """A titled table with one row per method, then a line per method naming the questions it lists."""
+    lines = ["", f"## {title}", "", note, "", f"| {' | '.join(columns)} |", "|" + "---|" * len(columns)]
+    lines += [f"| {m} | {' | '.join(str(c) for c in cells)} |" for m, cells in rows.items()]
+    lines += [f"- {m}{ids}" for m, ids in id_lines.items() if ids]
+    return lines
+
+
 def backtracking_lines(effects: dict[str, Any]) -> list[str]:
     """Per method with backtracking: where it fired, what it changed, what it fixed and broke."""
     if not effects:
         return []
-    lines = ["", "## Backtracking", "",
-             "Fixed / broken: wrong to right / right to wrong by EM, against the answer held before the first rollback.", "",
-             "| method | questions | fired | answer changed | fixed | broken | before unknown |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {m} | {e['questions']} | {e['fired']} | {e['changed']} | {len(e['fixed'])} | {len(e['broken'])} "
-              f"| {e['unknown']} |" for m, e in effects.items()]
-    lines += [f"- {m}{_ids('fixed', e['fixed'])}{_ids('broken', e['broken'])}"
-              for m, e in effects.items() if e["fixed"] or e["broken"]]
-    return lines
+    return _method_section(
+        "Backtracking",
+        "Fixed / broken: wrong to right / right to wrong by EM, against the answer held before the first rollback.",
+        ("method", "questions", "fired", "answer changed", "fixed", "broken", "before unknown"),
+        {m: (e["questions"], e["fired"], e["changed"], len(e["fixed"]), len(e["broken"]), e["unknown"])
+         for m, e in effects.items()},
+        {m: _ids("fixed", e["fixed"]) + _ids("broken", e["broken"]) for m, e in effects.items()})
 
 
 def roads_lines(verdicts: dict[str, Any]) -> list[str]:
     """Per method: where the two roads disagreed, whether the supervisor kept the better answer (by F1)."""
     if not verdicts:
         return []
-    lines = ["", "## The two roads", "",
-             "Where the chain's answer and the whole question's disagreed: the answer the supervisor kept against "
-             "the one it dropped, by F1 against the gold answers (before any redo of the chain).", "",
-             "| method | disagreements | chain kept | judged by the model | kept the better | kept the worse | equal |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {m} | {v['settled']} | {v['chain_kept']} | {v['judged']} | {len(v['better'])} | {len(v['worse'])} "
-              f"| {v['equal']} |" for m, v in verdicts.items()]
-    lines += [f"- {m}{_ids('kept the better', v['better'])}{_ids('kept the worse', v['worse'])}"
-              for m, v in verdicts.items() if v["better"] or v["worse"]]
-    return lines
+    return _method_section(
+        "The two roads",
+        "Where the chain's answer and the whole question's disagreed: the answer the supervisor kept against "
+        "the one it dropped, by F1 against the gold answers (before any redo of the chain).",
+        ("method", "disagreements", "chain kept", "judged by the model", "kept the better", "kept the worse", "equal"),
+        {m: (v["settled"], v["chain_kept"], v["judged"], len(v["better"]), len(v["worse"]), v["equal"])
+         for m, v in verdicts.items()},
+        {m: _ids("kept the better", v["better"]) + _ids("kept the worse", v["worse"]) for m, v in verdicts.items()})
 
 
 def against_none_lines(paired: dict[str, Any]) -> list[str]:
