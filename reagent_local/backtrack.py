@@ -16,6 +16,9 @@ from .agents.supervisor import AGENT as SUPERVISOR, RollbackPlan
 from .agents.verifier import AGENT as VERIFIER
 from .core import events as ev
 
+# The signal name a benchmark record carries for each kind of the assembler's escalation.
+ESCALATION_SIGNALS = {"value": "value-conflict", "bridge": "broken-bridge", "unfounded": "unfounded-step"}
+
 if TYPE_CHECKING:
     from .run import QuestionRun
 
@@ -47,6 +50,7 @@ class GlobalBacktracking(_Base):
             if not escalations:
                 return
             first = escalations[0]
+            self._signal(ESCALATION_SIGNALS[first.kind], True, first.reason)
             self._post("reject", ASSEMBLER, (SUPERVISOR,), {"escalation": first.kind, "reason": first.reason},
                        first.statements)
             self._deliver()

@@ -180,6 +180,9 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
             return self._publish(step, chosen, held, uncertain=decision.uncertain)
         self.ws.rollback_local(VERIFIER, checkpoint.id, "; ".join(decision.reasons))
         self.backtracks["local"] += 1
+        # named apart so a benchmark record says which local signal sent the step back
+        self._signal("low-confidence" if attempt.check.ok else "check-failed", True, "; ".join(decision.reasons),
+                     step=step.index)
         if isinstance(decision, Retry):
             self._post("reject", VERIFIER, (RETRIEVER,), {
                 "step": step.index, "answer": attempt.candidate.answer, "reason": "; ".join(decision.reasons),
