@@ -1,8 +1,8 @@
 """Backtracking against none, paired on one machine, without rerunning every question.
 
-    .venv/bin/python scripts/rerun_pairs.py bench-runs/test-hotpotqa bench-runs/rerun-none-hotpotqa
+    .venv/bin/python scripts/rerun_pairs.py bench-runs/test-hotpotqa bench-runs/rerun-none-hotpotqa [MORE ...]
 
-The first folder holds a full `reagent-both` run; the second a `reagent-none` run of the
+The first folder holds a full `reagent-both` run; the others a `reagent-none` run of the
 same code on the same machine over the questions where `both` backtracked, plus a few
 where it did not (controls). Where `both` did not backtrack it took the same path as
 `none` would, so its answer stands for `none`'s there: the controls check that (a
@@ -35,9 +35,11 @@ def read_records(folder: Path, method: str) -> dict[str, dict[str, Any]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("both_run", type=Path, help="run folder with reagent-both on every question")
-    parser.add_argument("none_rerun", type=Path, help="run folder with reagent-none on the questions where both fired")
+    parser.add_argument("none_reruns", type=Path, nargs="+",
+                        help="run folder(s) with reagent-none on the questions where both fired")
     args = parser.parse_args()
-    both, rerun = read_records(args.both_run, BOTH), read_records(args.none_rerun, NONE)
+    both = read_records(args.both_run, BOTH)
+    rerun = {qid: r for folder in args.none_reruns for qid, r in read_records(folder, NONE).items()}
     missing = [q for q, r in both.items() if r["backtracked"] and q not in rerun]
     if missing:
         raise SystemExit(f"error: {len(missing)} question(s) where both backtracked have no none rerun: {', '.join(missing)}")
