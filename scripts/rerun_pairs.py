@@ -14,22 +14,18 @@ and both's F1 against the estimated `none` F1 over all questions.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
+from reagent_local.bench.records import read_records
+
 BOTH, NONE = "reagent-both", "reagent-none"
 
 
-def read_records(folder: Path, method: str) -> dict[str, dict[str, Any]]:
+def method_records(folder: Path, method: str) -> dict[str, dict[str, Any]]:
     """The folder's records of one method, by question id."""
-    records = {}
-    for line in (folder / "records.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        if record["method"] == method:
-            records[record["id"]] = record
-    return records
+    return {r["id"]: r for r in read_records(folder / "records.jsonl") if r["method"] == method}
 
 
 def main() -> None:
@@ -38,8 +34,8 @@ def main() -> None:
     parser.add_argument("none_reruns", type=Path, nargs="+",
                         help="run folder(s) with reagent-none on the questions where both fired")
     args = parser.parse_args()
-    both = read_records(args.both_run, BOTH)
-    rerun = {qid: r for folder in args.none_reruns for qid, r in read_records(folder, NONE).items()}
+    both = method_records(args.both_run, BOTH)
+    rerun = {qid: r for folder in args.none_reruns for qid, r in method_records(folder, NONE).items()}
     missing = [q for q, r in both.items() if r["backtracked"] and q not in rerun]
     if missing:
         raise SystemExit(f"error: {len(missing)} question(s) where both backtracked have no none rerun: {', '.join(missing)}")
