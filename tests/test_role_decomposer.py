@@ -38,7 +38,8 @@ def test_a_repaired_plan_is_accepted():
 def test_with_keep_named_parts_off_the_first_plan_stands():
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Which shipyard has a dock?", "Who founded #1?"]}, schema="Decomposition")
-    agent, rules = decomposer(llm, ("all", "-keep-named-parts"))
+    # (its first step names nothing either, which anchor-each-step would send back)
+    agent, rules = decomposer(llm, ("all", "-keep-named-parts", "-anchor-each-step"))
     assert [s.text for s in agent.plan(QUESTION).steps] == ["Which shipyard has a dock?", "Who founded #1?"]
     assert len(llm.requests) == 1 and rules.names_fired == []
 
@@ -76,6 +77,22 @@ def test_a_plan_that_restates_the_question_is_sent_back_with_what_failed():
     plan = agent.plan(question)
     assert len(plan.steps) == 3 and rules.names_fired == ["split-the-question"]
     assert "repeat the whole question" in llm.requests[1].messages[-1]["content"]
+
+
+def test_a_plan_with_a_step_that_names_nothing_is_sent_back():
+    question = "Where was the performer of the song Quiet Shore born?"
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who performed the song Quiet Shore?", "Where was the performer born?"]},
+                 schema="Decomposition", times=1)
+    llm.add_rule({"subquestions": ["Who performed the song Quiet Shore?", "Where was #1 born?"]},
+                 schema="Decomposition")
+    agent, rules = decomposer(llm)
+    plan = agent.plan(question)
+    assert [s.depends_on for s in plan.steps] == [(), (0,)] and rules.names_fired == ["anchor-each-step"]
+    assert "step(s) 2 name nothing" in llm.requests[1].messages[-1]["content"]
+    # a new plan after a failure is held to the same rule
+    replanned = agent.replan(question, plan.steps, "step 2 found no answer")
+    assert [s.text for s in replanned.steps] == ["Who performed the song Quiet Shore?", "Where was #1 born?"]
 
 
 def test_replan_says_what_failed_and_marks_the_new_plan():

@@ -95,6 +95,22 @@ def test_split_the_question_finds_steps_that_restate_it():
     assert restated_steps(question, plan_from([question], 4)) == []  # one step is the question by design
 
 
+def test_anchor_each_step_finds_steps_that_name_nothing():
+    from reagent_local.rules.plan_rules import unanchored_steps
+
+    question = "Where was the performer of the song Quiet Shore born?"
+    lost = plan_from(["Who performed the song Quiet Shore?", "Where was the performer born?"], 4)
+    assert unanchored_steps(question, lost) == [1]
+    assert unanchored_steps(question, plan_from(["Who performed the song Quiet Shore?", "Where was #1 born?"], 4)) == []
+    # an either-or question's comparing step is either-or-steps' business; a one-step plan is the question
+    assert unanchored_steps("Which band is older, The Tallows or Red Kite?", plan_from(
+        ["When was The Tallows formed?", "When was Red Kite formed?", "Which is older?"], 4)) == []
+    assert unanchored_steps(question, plan_from(["Where was the performer born?"], 4)) == []
+    # a question that names nothing gives a step nothing to name
+    assert unanchored_steps("where was the performer of the song born?", plan_from(
+        ["who performed the song?", "where was the performer born?"], 4)) == []
+
+
 def test_single_step_verbatim_keeps_the_question_itself():
     question = "Who directed the film Actrius?"
     assert [s.text for s in verbatim_single_step(question, plan_from(["Who was the director of Actrius?"], 4))] == [
@@ -114,6 +130,10 @@ def test_number_answer():
     assert number_missing("When was Lincoln born?", "Kentucky")
     assert number_missing("When was Lincoln born?", "1809") is None
     assert number_missing("How many albums did they release?", "five") is None
+    # "what is the date of ..." asks for a date as much as "when" does
+    assert number_missing("What is the date of death of Hans Berg's father?", "Kentucky")
+    assert number_missing("What was the birth date of the director of film Blue Harbour?", "3 May 1950") is None
+    assert number_missing("What is the place of birth of Hans Berg?", "Kentucky") is None
 
 
 def test_place_or_name_answer():

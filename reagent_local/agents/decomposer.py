@@ -1,9 +1,9 @@
 """Question-Decomposer (A_Q): a question -> a plan of 1..4 ordered sub-questions.
 
 The model proposes the plan; the enabled ``plan`` rules (reagent_local.rules.plan_rules)
-then send back a plan that drops a name of the question or restates the whole question
-in a step, drop the off-topic steps of an either-or question, and keep a one-step plan
-verbatim. When a plan fails later (a step finds no usable answer), the loop asks for a
+then send back a plan that drops a name of the question, restates the whole question in
+a step, or has a step that names nothing and uses no earlier answer; they drop the
+off-topic steps of an either-or question and keep a one-step plan verbatim. When a plan fails later (a step finds no usable answer), the loop asks for a
 new plan with :meth:`QuestionDecomposer.replan`, saying what failed.
 """
 
@@ -17,14 +17,15 @@ from ..llm import Message
 from ..plan import Plan, SubQuestion, plan_from
 from ..prompts import render_messages
 from ..rules import RuleSet
-from ..rules.plan_rules import missing_parts, restated_steps
+from ..rules.plan_rules import missing_parts, restated_steps, unanchored_steps
 from . import PROMPTS, Caller
 from .schemas import Decomposition
 
 AGENT = "decomposer"
 KEEP_NAMES = "keep-named-parts"
 SPLIT = "split-the-question"
-_SENDS_BACK = (KEEP_NAMES, SPLIT)  # rules that ask the model again rather than reshape the plan
+ANCHOR = "anchor-each-step"
+_SENDS_BACK = (KEEP_NAMES, SPLIT, ANCHOR)  # rules that ask the model again rather than reshape the plan
 
 
 class QuestionDecomposer:
@@ -91,4 +92,9 @@ class QuestionDecomposer:
         if restated:
             numbers = ", ".join(str(i + 1) for i in restated)
             return SPLIT, f"step(s) {numbers} repeat the whole question instead of asking one simple fact"
+        unanchored = unanchored_steps(question, steps) if self.rules.on(ANCHOR) else []
+        if unanchored:
+            numbers = ", ".join(str(i + 1) for i in unanchored)
+            return ANCHOR, (f"step(s) {numbers} name nothing: name the thing the step asks about, "
+                            f"or write #1, #2 for the answer of an earlier step")
         return None

@@ -31,7 +31,7 @@ def yes_no_mismatch(question: str, answer: str) -> str | None:
 
 @rule("number-answer", "check")
 def number_missing(question: str, answer: str) -> str | None:
-    """A 'when' / 'how many' question takes an answer holding a date or a number."""
+    """A 'when' / 'how many' / 'what is the date of' question takes an answer holding a date or a number."""
     if asks_number(question) and not any(ch.isdigit() for ch in answer) and not _NUMBER_WORD.search(answer):
         return f"the question asks for a date or number but the answer {answer!r} has none"
     return None

@@ -91,3 +91,16 @@ def restated_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
         return []
     spare = 1 if len(wanted) >= 8 else 0  # a long question restated may lose a word
     return [s.index for s in plan if not s.depends_on and len(wanted - _content_words(s.text)) <= spare]
+
+
+@rule("anchor-each-step", "plan")
+def unanchored_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
+    """A step of a multi-step plan that names nothing and uses no earlier answer is sent back.
+
+    "Where was the performer born?" is searched on its own words and answered from whatever
+    passage comes up. An 'A or B?' question is left to ``either-or-steps`` (which drops its
+    comparing step), and a question that names nothing itself is left alone.
+    """
+    if len(plan) < 2 or either_or_options(question) is not None or not named_parts(question):
+        return []
+    return [s.index for s in plan if not s.depends_on and not named_parts(s.text)]

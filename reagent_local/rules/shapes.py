@@ -21,7 +21,8 @@ _BY_DATE = re.compile(r"\b(when|year|date|first|earlier|later|older|younger|foun
 _BOTH = re.compile(r"\b(both|all|each)\b", re.I)
 _SAME = re.compile(r"\bsame\s+(\w+)", re.I)
 _NEEDS_NUMBER = re.compile(r"^(when|what year|in what year|in which year|which year|what date|on what date|how many"
-                           r"|how much|how old|how long|what is the population|what was the population)\b", re.I)
+                           r"|how much|how old|how long|what is the population|what was the population"
+                           r"|(what|which) (is|was) the (date|year|birth ?date|death ?date))\b", re.I)
 _NEEDS_PLACE_OR_NAME = re.compile(
     r"^(where|who|whom|whose"
     r"|(in |from )?(what|which) (city|country|town|state|place|county|province|region|continent|nationality)"
