@@ -113,7 +113,7 @@ class SecondRoad(_Base):
 
         - a rule decided it from steps that all passed their checks with at least ``chain_trust``
           confidence, or
-        - the question names two options, and every fact the chain gathered for them is at least
+        - the question names two options, every step found its fact, and every fact is at least
           ``options_trust`` sure: choosing between the named options from facts found for each is
           what a single reading of the whole question does worst.
         """
@@ -122,9 +122,10 @@ class SecondRoad(_Base):
         cited = tuple(p for s in self.steps for p in s.cited)
         problem = answer_type_problem(self.question, chain.answer, self.team.rules, final=True) \
             if not is_unknown(chain.answer) else "no answer"
-        checked = bool(answered) and len(answered) == len(self.steps) and not any(s.uncertain for s in self.steps)
+        every_fact = bool(answered) and len(answered) == len(self.steps)
+        checked = every_fact and not any(s.uncertain for s in self.steps)
         by_rule = chain.rule is not None and checked and confidence >= self.settings.chain_trust
-        by_options = either_or_options(self.question) is not None and bool(answered) \
+        by_options = either_or_options(self.question) is not None and every_fact \
             and confidence >= self.settings.options_trust
         trusted = problem is None and (by_rule or by_options)
         how = f"rule {chain.rule}" if chain.rule else "the model"

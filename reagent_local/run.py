@@ -201,7 +201,8 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
 
     def _override(self, step: Step) -> None:
         """The verifier gave up: the controller keeps the best usable candidate (uncertain) or none."""
-        override = self.team.controller.override(step.question, step.attempts, step=step.index)
+        override = self.team.controller.override(step.question, step.attempts, step=step.index,
+                                                 rejected=step.rejected)
         self.ws.record(CONTROLLER, ev.Override(step=step.index, decision=override.decision,
                                                answer=override.attempt.candidate.answer if override.attempt else ""))
         if override.attempt is None or override.statement is None:

@@ -493,6 +493,24 @@ def test_options_trust_decides_whether_an_either_or_chain_meets_the_second_road(
     assert len(llm.requests_for("SubAnswer")) == (2 if trusted else 3)  # an untrusted chain meets the whole question
 
 
+def test_an_either_or_chain_missing_a_fact_is_not_trusted(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["When was Blue Harbour released?", "When was Red Sky released?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "1998", "passages": [1], "subject": "Blue Harbour", "relation": "release_date"},
+                 schema="SubAnswer", contains="Blue Harbour released", confidence=0.9)
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="Red Sky released")
+    llm.add_rule({"query": "Red Sky film"}, schema="Reformulation")
+    llm.add_rule({"answer": "Blue Harbour"}, schema="OptionAnswer")
+    llm.add_rule({"answer": "Blue Harbour", "passages": [1]}, schema="SubAnswer", contains="came out first")
+    answer = pipeline(llm, index, log, two_roads=True, max_replans=0, rules=("all", "-compare-options")).ask(
+        "Which film came out first, Blue Harbour or Red Sky?")
+    signals = [e.payload for e in log.events(answer.run_id) if e.type == "signal" and e.payload["signal"] == "two-roads"]
+    assert answer.answer == "Blue Harbour" and "trusted" not in signals[-1]["detail"]
+    # the whole question was read: a chain that found one option's fact only has not chosen between them
+    assert any("came out first" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
+
+
 def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answer_back(log):
     index = InMemoryIndex()
     index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")

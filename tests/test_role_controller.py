@@ -39,6 +39,14 @@ def test_the_override_keeps_the_best_usable_candidate_capped_and_never_the_wrong
     assert (none.attempt, none.decision) == (None, "no usable answer")
 
 
+def test_the_override_never_keeps_an_answer_the_supervisor_gave_up():
+    controller = Controller(RuleSet())
+    attempts = [tried("Oslo"), tried("unknown")]
+    assert controller.override("Where was Mara Lind born?", attempts, step=0).attempt.candidate.answer == "Oslo"
+    given_up = controller.override("Where was Mara Lind born?", attempts, step=0, rejected={"Oslo"})
+    assert (given_up.attempt, given_up.decision) == (None, "no usable answer")
+
+
 def test_repeated_conflicts_on_a_step_challenge_the_statements_that_won():
     controller = Controller(RuleSet(), challenge_after=2)
     winner = make_statement("capital -> Sacramento", subquestion=1)

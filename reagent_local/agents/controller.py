@@ -4,7 +4,7 @@ Its decisions are values the loop carries out:
 
 - :meth:`Controller.skip`: a step whose input step found no answer is not attempted;
 - :meth:`Controller.override`: when the verifier gives up on a step, keep the best
-  usable candidate (marked uncertain) or none;
+  usable candidate (marked uncertain; never one the supervisor gave up) or none;
 - :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
   statements that won them are checked again with fresh evidence;
 - :meth:`Controller.may_roll_back`: global rollbacks are bounded per question;
@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from ..core.knowledge import Statement
 from ..plan import SubQuestion
@@ -143,9 +143,12 @@ class Controller:
             return Skip(sub.index, f"depends on unanswered step(s) {unanswered}")
         return None
 
-    def override(self, question: str, attempts: Sequence[Attempt], *, step: int) -> Override:
-        """Depth exhausted: keep the most confident usable candidate (never one of the wrong type)."""
+    def override(self, question: str, attempts: Sequence[Attempt], *, step: int,
+                 rejected: Collection[str] = ()) -> Override:
+        """Depth exhausted: keep the most confident usable candidate (never one of the wrong type, nor an
+        answer the supervisor gave up: keeping it would only rebuild the conflict it settled)."""
         usable = [a for a in attempts if not is_unknown(a.candidate.answer) and not a.check.kg_conflicts
+                  and a.candidate.answer not in rejected
                   and not answer_type_problem(question, a.candidate.answer, self.rules, step=step)]
         if not usable:
             return Override(step, None, "no usable answer")
