@@ -106,6 +106,9 @@ def test_anchor_each_step_finds_steps_that_name_nothing():
     assert unanchored_steps("Which band is older, The Tallows or Red Kite?", plan_from(
         ["When was The Tallows formed?", "When was Red Kite formed?", "Which is older?"], 4)) == []
     assert unanchored_steps(question, plan_from(["Where was the performer born?"], 4)) == []
+    # a first step starts from the question's own words, capitalised or not
+    assert unanchored_steps("What year was the 2nd wife of the leader of the tallow guild born?", plan_from(
+        ["Who was the leader of the tallow guild?", "What year was the 2nd wife of #1 born?"], 4)) == []
     # a question that names nothing gives a step nothing to name
     assert unanchored_steps("where was the performer of the song born?", plan_from(
         ["who performed the song?", "where was the performer born?"], 4)) == []

@@ -95,12 +95,14 @@ def restated_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
 
 @rule("anchor-each-step", "plan")
 def unanchored_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
-    """A step of a multi-step plan that names nothing and uses no earlier answer is sent back.
+    """A later step of a plan that names nothing and uses no earlier answer is sent back.
 
-    "Where was the performer born?" is searched on its own words and answered from whatever
-    passage comes up. An 'A or B?' question is left to ``either-or-steps`` (which drops its
-    comparing step), and a question that names nothing itself is left alone.
+    "Where was the performer born?" after "Who performed the song Quiet Shore?" has lost its
+    "#1": it is searched on its own words and answered from whatever passage comes up. The
+    first step may name nothing with a capital ("Who led the tallow guild?"): it starts from
+    the question's own words. An 'A or B?' question is left to ``either-or-steps`` (which
+    drops its comparing step), and a question that names nothing itself is left alone.
     """
     if len(plan) < 2 or either_or_options(question) is not None or not named_parts(question):
         return []
-    return [s.index for s in plan if not s.depends_on and not named_parts(s.text)]
+    return [s.index for s in plan[1:] if not s.depends_on and not named_parts(s.text)]
