@@ -7,7 +7,7 @@ re-plans); these methods only execute and record them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from .agents.assembler import AGENT as ASSEMBLER
 from .agents.controller import AGENT as CONTROLLER
@@ -15,6 +15,7 @@ from .agents.retriever import AGENT as RETRIEVER
 from .agents.supervisor import AGENT as SUPERVISOR, RollbackPlan
 from .agents.verifier import AGENT as VERIFIER
 from .core import events as ev
+from .plan import SubQuestion
 
 # The signal name a benchmark record carries for each kind of the assembler's escalation.
 ESCALATION_SIGNALS = {"value": "value-conflict", "bridge": "broken-bridge", "unfounded": "unfounded-step"}
@@ -36,12 +37,19 @@ class GlobalBacktracking(_Base):
         self._signal("plan-failed", True, failure, step=step.index)
         plan = self.team.decomposer.replan(self.question, [s.sub for s in self.steps], failure)
         self.team.controller.count_replan()
-        if [s.text for s in plan.steps] == [s.sub.text for s in self.steps]:
+        if self._same_plan(plan.steps):
             return  # the same plan again: nothing new to try
         self.ws.rollback_global(self.plan_checkpoint.id, f"the plan failed: {failure}")
         self.backtracks["global"] += 1
         self._plan(plan)
         self._solve_pending()
+
+    def _same_plan(self, steps: Sequence[SubQuestion]) -> bool:
+        """The new plan asks what the old one asked, step for step, written with "#1" or with the answer
+        found for it ("Where was #1 born?" again as "Where was Mara Lind born?"): solving it would repeat
+        every call."""
+        return len(steps) == len(self.steps) and all(
+            new.text in (old.sub.text, old.question) for new, old in zip(steps, self.steps))
 
     def _settle_across_steps(self) -> None:
         """The assembler's contradictions go to the supervisor through the channel, a bounded number of times."""

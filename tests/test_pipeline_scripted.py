@@ -493,6 +493,25 @@ def test_options_trust_decides_whether_an_either_or_chain_meets_the_second_road(
     assert len(llm.requests_for("SubAnswer")) == (2 if trusted else 3)  # an untrusted chain meets the whole question
 
 
+def test_a_new_plan_that_only_fills_in_an_answer_is_not_solved_again(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of Mara Lind?"]},
+                 schema="Decomposition", contains="What failed")
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?")
+    llm.add_rule({"answer": "Ilse Lind", "passages": [2], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", contains="Question: Who is the mother of the director")
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")
+    llm.add_rule({"query": "Mara Lind mother"}, schema="Reformulation")
+    answer = pipeline(llm, index, log).ask(MOTHER_Q)
+    assert "plan-failed" in answer.signals and answer.backtracks["global"] == 0
+    assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1]
+    assert len(llm.requests_for("Decomposition")) == 2  # asked again, but its plan was the first one
+    assert answer.answer == "Ilse Lind" and "whole question" in answer.uncertain_reason
+
+
 def test_an_either_or_chain_missing_a_fact_is_not_trusted(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["When was Blue Harbour released?", "When was Red Sky released?"]},
