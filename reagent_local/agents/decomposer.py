@@ -2,9 +2,10 @@
 
 The model proposes the plan; the enabled ``plan`` rules (reagent_local.rules.plan_rules)
 then send back a plan that drops a name of the question, restates the whole question in
-a step, or has a step that names nothing and uses no earlier answer; they drop the
-off-topic steps of an either-or question and keep a one-step plan verbatim. When a plan fails later (a step finds no usable answer), the loop asks for a
-new plan with :meth:`QuestionDecomposer.replan`, saying what failed.
+a step, or has a later step that names nothing and uses no earlier answer; they drop the
+off-topic steps of an either-or question and keep a one-step plan verbatim. When a plan
+fails later (a step finds no usable answer), the loop asks for a new plan with
+:meth:`QuestionDecomposer.replan`, saying what failed.
 """
 
 from __future__ import annotations
