@@ -156,6 +156,29 @@ def test_option_answer():
     assert not_an_option("Who directed Actrius?", "Ventura Pons") is None
 
 
+def test_not_in_question_refuses_an_answer_the_question_names():
+    from reagent_local.rules.answer_types import echoes_the_question
+
+    question = "Lumen Park featured Ada Vale, who was voiced by an actress who starred in what series?"
+    assert echoes_the_question(question, "Lumen Park")
+    assert echoes_the_question(question, "lumen park.")  # case and punctuation do not hide it
+    assert echoes_the_question("What league, also known as the Nordic Cup League, was delayed?", "the Nordic Cup League")
+    assert echoes_the_question("How many people lived in Tarn in 2010?", "2010")
+    assert echoes_the_question("Who was the wife of Karel of Brno?", "Karel of Brno")
+    # part of a longer name in the question: a title may hold its answer ("Batman" in "Batman Returns")
+    assert echoes_the_question("Who did the actor play in Comet Under the Hill?", "Comet") is None
+    assert echoes_the_question("The city containing Vesi Island is on which island?", "Vesi") is None
+    # options and yes/no answers come from the question by design
+    assert echoes_the_question("Which came first, Roe or Doe?", "Roe") is None
+    assert echoes_the_question("Is Lumen Park a film?", "yes") is None
+    assert echoes_the_question("Who directed Lumen Park?", "Mara Lind") is None
+    assert echoes_the_question("Who directed Lumen Park?", "Park") is None  # the words must stand alone
+    rules = RuleSet(["all"])
+    assert answer_type_problem(question, "Lumen Park", rules, step=1)
+    assert rules.names_fired == ["not-in-question"]
+    assert answer_type_problem(question, "Lumen Park", RuleSet(["all", "-not-in-question"])) is None
+
+
 def test_answer_type_problem_uses_only_enabled_rules_and_records_the_one_that_fired():
     rules = RuleSet(["all"])
     assert answer_type_problem("When was Lincoln born?", "Kentucky", rules, step=0)

@@ -12,7 +12,8 @@ import re
 from ..dates import is_date_or_number
 from ..text import normalize
 from .registry import RuleSet, rule
-from .shapes import asks_number, asks_place_or_name, either_or_options, is_yes_no_question, matching_option
+from .shapes import (asks_number, asks_place_or_name, either_or_options, is_yes_no_question, matching_option,
+                     names_from_question)
 
 _NUMBER_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|billion"
                           r"|century)\b", re.I)
@@ -42,6 +43,18 @@ def only_date_or_number(question: str, answer: str) -> str | None:
     """A 'where' / 'who' question is not answered by a date or number alone."""
     if asks_place_or_name(question) and is_date_or_number(answer):
         return f"the question asks for a place or a name but the answer {answer!r} is a date or number"
+    return None
+
+
+@rule("not-in-question", "check")
+def echoes_the_question(question: str, answer: str) -> str | None:
+    """An answer is not a name the question itself gives (but for the options of 'A or B?' and yes/no)."""
+    # a question names what it asks about, not what it asks for: on the tune questions every answer that
+    # repeated one of the question's names was wrong, on every method
+    if normalize(answer) in {"yes", "no"} or either_or_options(question) is not None:
+        return None
+    if names_from_question(question, answer):
+        return f"the answer {answer!r} is a name the question itself gives"
     return None
 
 

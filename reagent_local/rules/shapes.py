@@ -83,6 +83,38 @@ def asks_place_or_name(question: str) -> bool:
     return bool(_NEEDS_PLACE_OR_NAME.match(question.strip()))
 
 
+_WORD = re.compile(r"[^\W_]+")
+_ARTICLE_WORDS = frozenset({"a", "an", "the"})
+
+
+def _words(text: str) -> list[str]:
+    """The text's words as written (accents kept), articles dropped."""
+    return [w for w in _WORD.findall(text) if w.lower() not in _ARTICLE_WORDS]
+
+
+def names_from_question(question: str, answer: str) -> bool:
+    """The answer is a name the question itself gives, whole: its words stand together in the question, and
+    the word after them (or before them, past the first word) does not continue a longer capitalised name.
+
+    "Lollipop Chainsaw" in "Lollipop Chainsaw featured Juliet Starling ..." is; "Batman" in "... plays what
+    character in Batman Under the Red Hood?" is not (it is part of a longer name).
+    """
+    wanted = [w.casefold() for w in _words(answer)]
+    words = _words(question)
+    folded = [w.casefold() for w in words]
+    n = len(wanted)
+    if not wanted:
+        return False
+    for start in range(len(words) - n + 1):
+        if folded[start:start + n] != wanted:
+            continue
+        after = words[start + n] if start + n < len(words) else ""
+        before = words[start - 1] if start > 1 else ""  # the first word is capitalised anyway
+        if not (after[:1].isupper() or before[:1].isupper()):
+            return True
+    return False
+
+
 def matching_option(answer: str, opts: tuple[str, str]) -> str | None:
     """The option an answer names (normalised containment either way), or None."""
     norm = normalize(answer)
