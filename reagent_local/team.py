@@ -39,7 +39,8 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     controller = Controller(rules, max_rollbacks=pipeline.max_backtrack_depth, max_replans=pipeline.max_replans)
     checker = ConflictChecker(LLMJudge(calls), on_judgement=partial(workspace.record_judgement, VERIFIER))
     retriever = RetrieverAgent(index, calls, top_k=retrieval.top_k, mode=retrieval.mode,
-                               passage_chars=retrieval.passage_chars, kg=kg if retrieval.use_kg else None)
+                               passage_chars=retrieval.passage_chars, focus_chars=retrieval.focus_chars,
+                               kg=kg if retrieval.use_kg else None)
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
                 verifier=Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence),
                 assembler=AnswerAssembler(calls, checker, rules),

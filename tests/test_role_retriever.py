@@ -26,6 +26,31 @@ def test_evidence_skips_excluded_passages_and_flags_instructions():
     assert "Harbour Lights#0" not in [p.id for p in again.passages]
 
 
+def test_focused_passages_keep_the_first_sentence_and_those_about_the_query():
+    idx = InMemoryIndex()
+    idx.add("Karel Brno", "Karel Brno (1 May 1420 - 2 March 1471) was a Moravian king. He ruled for twenty years. "
+                          "His first wife was Ada of Vesi. In 1450 he married Ida of Tarn, who was born in 1430. "
+                          "He built three castles near the river. The king died in Prague after a long illness.")
+    focused = RetrieverAgent(idx, None, top_k=1, focus_chars=200).retrieve("When was the 2nd wife of Karel Brno born?")
+    text = focused.passages[0].text
+    assert text.startswith("Karel Brno (1 May 1420") and "born in 1430" in text and len(text) <= 210
+    assert "castles" not in text and text.endswith(" ...")
+    assert "… The king died in Prague" in RetrieverAgent(idx, None, top_k=1, focus_chars=200).retrieve(
+        "Where did Karel Brno die?").passages[0].text  # a skipped sentence shows as a gap
+    cut = RetrieverAgent(idx, None, top_k=1).retrieve("When was the 2nd wife of Karel Brno born?")
+    assert "castles" in cut.passages[0].text  # focus off: the passage as the baselines see it, cut at 700 chars
+
+
+def test_sentences_are_not_split_at_initials_or_abbreviations():
+    from reagent_local.agents.focus import focus, sentences
+
+    text = "J. M. Barrie was born in Kirriemuir. He moved to St. Louis in the U.S. in 1900. He wrote Peter Pan."
+    assert sentences(text) == ["J. M. Barrie was born in Kirriemuir.", "He moved to St. Louis in the U.S. in 1900.",
+                               "He wrote Peter Pan."]
+    assert focus(text, "anything", 500) == text  # a short passage is shown whole
+    assert focus("One very long sentence " * 30, "long", 100).endswith(" ...")
+
+
 def reject(step: int = 0, query: str = "Blue Harbour") -> Message:
     statement = make_statement("Who directed Blue Harbour? -> Tom Hale", subquestion=step)
     return Message("reject", "verifier", ("retriever",), (statement,), {

@@ -19,6 +19,7 @@ from ..prompts import render_messages
 from ..text import normalize
 from . import PROMPTS, Caller
 from .evidence import Evidence, EvidencePassage, Fact, flatten, looks_like_instruction
+from .focus import focus
 from .schemas import Reformulation
 
 AGENT = "retriever"
@@ -45,12 +46,13 @@ class RetrieverAgent:
     """Turns a query into evidence; asks the model for a better query when one failed."""
 
     def __init__(self, index: SearchIndex, call: Caller | None, *, top_k: int = 5, mode: str = "hybrid",
-                 passage_chars: int = 700, kg: Any | None = None, kg_facts: int = 6) -> None:
+                 passage_chars: int = 700, focus_chars: int = 0, kg: Any | None = None, kg_facts: int = 6) -> None:
         self.index = index
         self.call = call
         self.top_k = top_k
         self.mode = mode
         self.passage_chars = passage_chars
+        self.focus_chars = focus_chars  # 0: passages cut at passage_chars; else their sentences that matter
         self.kg = kg
         self.kg_facts = kg_facts
         self._prefetched: dict[str, Future] = {}
@@ -75,7 +77,8 @@ class RetrieverAgent:
         for hit in hits:
             if hit.passage.id in excluded:
                 continue
-            text = flatten(hit.passage.text, self.passage_chars)
+            text = (focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars)) if self.focus_chars
+                    else flatten(hit.passage.text, self.passage_chars))
             passages.append(EvidencePassage(hit.passage.id, hit.passage.title, text, float(hit.score),
                                             suspicious=looks_like_instruction(hit.passage.text)))
             if len(passages) == self.top_k:

@@ -40,7 +40,10 @@ MUST_MATCH = (
     "config.retrieval.mode",
     "config.retrieval.top_k",
     "config.retrieval.passage_chars",
+    "config.retrieval.focus_chars",
 )
+# What a setting was before it existed (a folder written by an older reagent resumes as it ran).
+MISSING_MEANS = {"config.retrieval.focus_chars": 0}
 
 
 def config_dict(config: Config) -> dict[str, Any]:
@@ -107,6 +110,11 @@ def _get(data: dict[str, Any], dotted: str) -> Any:
     return data
 
 
+def _setting(data: dict[str, Any], dotted: str) -> Any:
+    value = _get(data, dotted)
+    return MISSING_MEANS.get(dotted) if value is None else value
+
+
 def question_ids_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """How the drawn question ids differ (as sets), or None when they are the same questions."""
     before, now = old.get("question_ids"), new.get("question_ids") or []
@@ -119,9 +127,9 @@ def question_ids_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | Non
 def mismatches(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Human-readable differences in the settings that must match to resume."""
     diffs = [
-        f"{key}: folder has {_get(old, key)!r}, now {_get(new, key)!r}"
+        f"{key}: folder has {_setting(old, key)!r}, now {_setting(new, key)!r}"
         for key in MUST_MATCH
-        if _get(old, key) != _get(new, key)
+        if _setting(old, key) != _setting(new, key)
     ]
     questions = question_ids_mismatch(old, new)
     return diffs + ([questions] if questions else [])
