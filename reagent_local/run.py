@@ -143,16 +143,21 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
             if request.restart:
                 step.reopen()
                 step.start(step.question)
-            self._retrieve(step, request.query, exclude=request.exclude)
+            self._retrieve(step, request.query, exclude=request.exclude, keep=request.keep)
         return [m for m in result.inbox(VERIFIER) if m.type == "inform" and isinstance(m.payload.get("step"), int)
                 and not self.steps[m.payload["step"]].done]
 
     # -- one attempt at a step: local backtracking -----------------------------------
-    def _retrieve(self, step: Step, query: str, *, exclude: Sequence[str] = (), prefetched: bool = False) -> None:
+    def _retrieve(self, step: Step, query: str, *, exclude: Sequence[str] = (), keep: Sequence[str] = (),
+                  prefetched: bool = False) -> None:
+        """Search for the step; a step searching again reads what it has not read first (and ``keep``)."""
         self.calls.budget.check()
         step.excluded |= set(exclude)
         step.query = query
-        step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, prefetched=prefetched)
+        read = {p.id: p for a in step.attempts for p in a.evidence.passages}
+        step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, seen=step.seen,
+                                                     keep=[read[i] for i in keep if i in read], prefetched=prefetched)
+        step.seen |= {p.id for p in step.evidence.passages}
         self._post("inform", RETRIEVER, (VERIFIER,), {"step": step.index, "query": query,
                                                       **evidence_payload(step.evidence)})
 
@@ -188,7 +193,7 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
                 "step": step.index, "answer": attempt.candidate.answer, "reason": "; ".join(decision.reasons),
                 "reasons": list(decision.reasons), "question": step.question, "query": step.query,
                 "tried": [a.query for a in step.attempts], "hints": list(decision.hints),
-                "exclude": list(decision.exclude)}, [held])
+                "exclude": list(decision.exclude), "keep": list(decision.keep)}, [held])
         elif isinstance(decision, GiveUp):
             self._override(step)
 

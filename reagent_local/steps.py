@@ -24,6 +24,7 @@ class Step:
     statement: Statement | None = None  # the verifier's accepted statement
     cited: tuple[EvidencePassage, ...] = ()
     excluded: set[str] = field(default_factory=set)  # passage ids never to retrieve again
+    seen: set[str] = field(default_factory=set)  # passage ids the step has read: a new search reads others first
     rejected: set[str] = field(default_factory=set)  # answers the supervisor discarded
     uncertain: bool = False
     done: bool = False
@@ -63,7 +64,9 @@ class Step:
         the passage may be right and the name read from it wrong) its passages."""
         if self.answer:
             self.rejected.add(self.answer)
-        if not keep_passages:
+        if keep_passages:  # read first again, as if new
+            self.seen -= {p.id for p in self.cited}
+        else:
             self.excluded |= {p.id for p in self.cited}
 
     def result(self) -> StepResult:

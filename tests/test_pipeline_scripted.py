@@ -85,6 +85,22 @@ def test_local_backtrack_reformulates_and_retrieves_again(index, log):
     assert any(e.type == "message" and e.payload["kind"] == "reject" for e in events)
 
 
+def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
+    for n in range(1, 5):  # more passages about the film than one search shows
+        index.add(f"Blue Harbour review {n}", f"Review {n} of the film Blue Harbour, directed by Mara Lind.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", times=1)
+    llm.add_rule({"query": "Who directed the film Blue Harbour?"}, schema="Reformulation")  # the same words again
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer")
+    answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
+    shown = [[p["id"] for p in e.payload["payload"]["passages"]] for e in log.events(answer.run_id)
+             if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == 0]
+    assert len(shown) == 2 and not set(shown[0]) & set(shown[1])  # the retry read three other passages
+
+
 def test_global_conflict_rolls_back_to_before_the_second_claim(log):
     llm = olympics_llm(("Los Angeles",), wrong_state=False)
     answer = pipeline(llm, olympics_index(), log).ask(OLYMPICS_Q)

@@ -26,6 +26,25 @@ def test_evidence_skips_excluded_passages_and_flags_instructions():
     assert "Harbour Lights#0" not in [p.id for p in again.passages]
 
 
+def test_a_step_searching_again_reads_unread_passages_first_and_what_it_keeps_last():
+    idx = InMemoryIndex()
+    for n in range(1, 9):
+        idx.add(f"Harbour {n}", f"Harbour {n} is a harbour film number {n}." + " harbour" * (9 - n))
+    retriever = RetrieverAgent(idx, None, top_k=3)
+    first = retriever.retrieve("harbour")
+    assert [p.title for p in first.passages] == ["Harbour 1", "Harbour 2", "Harbour 3"]
+    read = {p.id for p in first.passages}
+    again = retriever.retrieve("harbour", seen=read)
+    assert [p.title for p in again.passages] == ["Harbour 4", "Harbour 5", "Harbour 6"]
+    kept = retriever.retrieve("harbour", seen=read, keep=[first.passages[1]])
+    assert [p.title for p in kept.passages] == ["Harbour 4", "Harbour 5", "Harbour 2"]
+    # nothing unread left: the read passages come back in rank order
+    assert [p.title for p in RetrieverAgent(idx, None, top_k=3).retrieve(
+        "harbour", seen={f"Harbour {n}#0" for n in range(1, 8)}).passages] == ["Harbour 8", "Harbour 1", "Harbour 2"]
+    whole = retriever.gather("harbour", [first.passages[0]], own=2, limit=3, seen=read)
+    assert [p.title for p in whole.passages] == ["Harbour 4", "Harbour 5", "Harbour 1"]
+
+
 def test_focused_passages_keep_the_first_sentence_and_those_about_the_query():
     idx = InMemoryIndex()
     idx.add("Karel Brno", "Karel Brno (1 May 1420 - 2 March 1471) was a Moravian king. He ruled for twenty years. "

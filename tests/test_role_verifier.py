@@ -121,3 +121,11 @@ def test_a_checked_answer_the_model_is_unsure_of_is_retried_once_then_the_surest
     failed = unsure("Tom Hale", 0.9)
     assert agent.decide([first, failed], retries=1, local=True).attempt is first  # a checked one beats a failed one
     assert isinstance(agent.decide([first], retries=2, local=False), Accept)
+
+
+def test_an_unsure_answers_passages_are_kept_for_the_retry_a_failed_ones_are_not():
+    agent = verifier(min_confidence=0.4)
+    retry = agent.decide([unsure("Mara Lind", 0.2)], retries=2, local=True)
+    assert isinstance(retry, Retry) and retry.keep == (EVIDENCE.passages[0].id,)
+    failed = agent.decide([unsure("Tom Hale", 0.9)], retries=2, local=True)
+    assert isinstance(failed, Retry) and failed.keep == ()

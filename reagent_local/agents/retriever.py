@@ -40,6 +40,7 @@ class SearchRequest:
     query: str | None  # None: every query worth sending was tried already
     exclude: tuple[str, ...] = ()
     restart: bool = False  # a challenge: the step is solved afresh
+    keep: tuple[str, ...] = ()  # passage ids to read again beside new ones
 
 
 class RetrieverAgent:
@@ -66,31 +67,39 @@ class RetrieverAgent:
             self._prefetched[query] = pool.submit(self.retrieve, query)
         pool.shutdown(wait=False)
 
-    def retrieve(self, query: str, *, exclude: Iterable[str] = (), prefetched: bool = False) -> Evidence:
-        """Top passages for the query, skipping excluded passage ids, plus graph facts."""
-        excluded = set(exclude)
-        future = self._prefetched.pop(query, None) if prefetched and not excluded else None
+    def retrieve(self, query: str, *, exclude: Iterable[str] = (), seen: Iterable[str] = (),
+                 keep: Sequence[EvidencePassage] = (), prefetched: bool = False) -> Evidence:
+        """Top passages for the query, skipping excluded passage ids, plus graph facts.
+
+        A step that searches again reads what it has not read yet: passages in ``seen`` rank after
+        every other hit, and ``keep`` (passages an unsure answer came from) close the list.
+        """
+        excluded, already = set(exclude), set(seen)
+        future = self._prefetched.pop(query, None) if prefetched and not excluded and not already else None
         if future is not None:
             return future.result()
-        hits = self.index.search(query, k=self.top_k + len(excluded), mode=self.mode)
-        passages = []
-        for hit in hits:
-            if hit.passage.id in excluded:
-                continue
-            text = (focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars)) if self.focus_chars
-                    else flatten(hit.passage.text, self.passage_chars))
-            passages.append(EvidencePassage(hit.passage.id, hit.passage.title, text, float(hit.score),
-                                            suspicious=looks_like_instruction(hit.passage.text)))
-            if len(passages) == self.top_k:
-                break
-        return Evidence(query=query, passages=tuple(passages), facts=self._facts(query))
+        kept = [p for p in keep if p.id not in excluded][: self.top_k - 1]
+        room = self.top_k - len(kept)
+        hits = self.index.search(query, k=self.top_k + len(excluded) + len(already), mode=self.mode)
+        hits = [h for h in hits if h.passage.id not in excluded and h.passage.id not in {p.id for p in kept}]
+        hits.sort(key=lambda h: h.passage.id in already)  # stable: unread first, each group in rank order
+        passages = [self._passage(hit, query) for hit in hits[:room]]
+        return Evidence(query=query, passages=tuple(passages + kept), facts=self._facts(query))
 
-    def gather(self, question: str, found: Sequence[EvidencePassage], *, own: int = 4, limit: int = 6) -> Evidence:
+    def _passage(self, hit: Any, query: str) -> EvidencePassage:
+        text = (focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars)) if self.focus_chars
+                else flatten(hit.passage.text, self.passage_chars))
+        return EvidencePassage(hit.passage.id, hit.passage.title, text, float(hit.score),
+                               suspicious=looks_like_instruction(hit.passage.text))
+
+    def gather(self, question: str, found: Sequence[EvidencePassage], *, own: int = 4, limit: int = 6,
+               seen: Iterable[str] = ()) -> Evidence:
         """Evidence for the whole question: its own best ``own`` passages, then passages the steps found.
 
-        At most ``limit`` passages: the prompt that reads them is the run's longest.
+        At most ``limit`` passages: the prompt that reads them is the run's longest. Passages the steps
+        read (``seen``) rank after the others, so the second road reads what the chain did not.
         """
-        evidence = self.retrieve(question)
+        evidence = self.retrieve(question, seen=seen)
         passages = list(evidence.passages[:own])
         seen = {p.id for p in passages}
         for passage in found:
@@ -118,7 +127,8 @@ class RetrieverAgent:
             if message.type == "reject" and "step" in body:
                 query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"],
                                          tried=body.get("tried", [body["query"]]))
-                requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ()))))
+                requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ())),
+                                              keep=tuple(body.get("keep", ()))))
             elif message.type == "challenge" and "step" in body:
                 requests.append(SearchRequest(body["step"], body["question"], tuple(body.get("exclude", ())),
                                               restart=True))

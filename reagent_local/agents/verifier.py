@@ -115,6 +115,7 @@ class Retry:
     reasons: tuple[str, ...]
     exclude: tuple[str, ...]  # passage ids never to show again (instructions)
     hints: tuple[str, ...]  # titles of the passages seen, for the new query
+    keep: tuple[str, ...] = ()  # passage ids to read again beside new ones: an unsure answer's sources
     name = "retry"
 
 
@@ -262,7 +263,9 @@ class Verifier:
         if len(attempts) > retries or repeated:
             return GiveUp(last, reasons)  # new evidence gave the same rejected answer: more retries will not help
         exclude = tuple(p.id for p in last.candidate.cited if p.suspicious)
-        return Retry(last, reasons, exclude, tuple(p.title for p in last.evidence.passages[:3]))
+        # an answer that passed its checks but was unsure may be right: its passages are read again beside new ones
+        keep = tuple(p.id for p in last.candidate.cited if not p.suspicious) if unsure else ()
+        return Retry(last, reasons, exclude, tuple(p.title for p in last.evidence.passages[:3]), keep)
 
     @staticmethod
     def read(inbox: Sequence[Message]) -> list[Statement]:
