@@ -123,6 +123,14 @@ def test_a_checked_answer_the_model_is_unsure_of_is_retried_once_then_the_surest
     assert isinstance(agent.decide([first], retries=2, local=False), Accept)
 
 
+def test_an_unsure_yes_or_no_is_not_retried():
+    agent = verifier(min_confidence=0.9)
+    candidate = Candidate(0, "Is Blue Harbour a film?", "yes", (EVIDENCE.passages[0],), "Blue Harbour", "other", 0.55)
+    attempt = agent.examine(candidate, EVIDENCE, query="Is Blue Harbour a film?")
+    assert attempt.check.ok and attempt.confidence < 0.9
+    assert isinstance(agent.decide([attempt], retries=2, local=True), Accept)
+
+
 def test_an_unsure_answers_passages_are_kept_for_the_retry_a_failed_ones_are_not():
     agent = verifier(min_confidence=0.4)
     retry = agent.decide([unsure("Mara Lind", 0.2)], retries=2, local=True)

@@ -240,13 +240,16 @@ class Verifier:
     def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool) -> Decision:
         """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
 
-        A checked answer the model was unsure of (confidence below ``min_confidence``) is
-        retried once before anything is built on it; then the surest checked attempt stands.
+        A checked span answer the model was unsure of (confidence below ``min_confidence``) is
+        retried once before anything is built on it; then the surest checked attempt stands. A yes or
+        no is not: a two-way verdict's token probability says little (on the tune questions its retries
+        mostly gave the same verdict again, and otherwise one fixed, one broken).
         """
         last = attempts[-1]
         check, statement = last.check, last.statement
         checked = [a for a in attempts if a.check.ok]
-        if check.ok and (last.confidence >= self.min_confidence or not local):
+        verdict = normalize(last.candidate.answer) in {"yes", "no"}
+        if check.ok and (last.confidence >= self.min_confidence or verdict or not local):
             return Accept(last)
         if local and not check.problems and not check.kg_conflicts and check.own_conflicts and all(
                 held.confidence < statement.confidence for held, _ in check.own_conflicts):
