@@ -82,8 +82,9 @@ class RetrievalConfig:
     top_k: int = 5
     passage_chars: int = 700  # passages are cut to this many characters in prompts
     # the ReAgent retriever shows a longer passage as its first sentence and the sentences sharing most
-    # words with the query, in about this many characters (0: cut at passage_chars as the baselines do)
-    focus_chars: int = 0
+    # words with the query, in about this many characters (0: cut at passage_chars as the baselines do).
+    # On the 30 HotpotQA tune questions, 400 took 13% of the prompt tokens off `none` at the same F1.
+    focus_chars: int = 400
     rrf_k: int = 60
     use_kg: bool = True
     nprobe: int = 0  # IVF-PQ indexes: cells scanned per search (0: the index's own default, in its manifest)

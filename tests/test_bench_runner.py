@@ -291,9 +291,12 @@ def test_old_run_folders_without_selection_fields_still_resume(driver: dict, tmp
     saved = json.loads(path.read_text())
     for key in ("ids", "exclude_ids", "prebuilt_index"):
         del saved[key]
-    del saved["config"]["retrieval"]["focus_chars"]  # before the setting existed: passages were cut, not focused
     path.write_text(json.dumps(saved))
     assert driver["run"](driver["data"], out, resume=True).new_records == 0
+    del saved["config"]["retrieval"]["focus_chars"]  # before the setting existed, passages were cut, not focused
+    path.write_text(json.dumps(saved))
+    with pytest.raises(BenchRunError, match="focus_chars: folder has 0, now 400"):
+        driver["run"](driver["data"], out, resume=True)
 
 
 def test_cli_names_unknown_ids_in_one_line(driver: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
