@@ -295,7 +295,7 @@ def test_old_run_folders_without_selection_fields_still_resume(driver: dict, tmp
     assert driver["run"](driver["data"], out, resume=True).new_records == 0
     del saved["config"]["retrieval"]["focus_chars"]  # before the setting existed, passages were cut, not focused
     path.write_text(json.dumps(saved))
-    with pytest.raises(BenchRunError, match="focus_chars: folder has 0, now 400"):
+    with pytest.raises(BenchRunError, match="focus_chars: folder has 0, now 500"):
         driver["run"](driver["data"], out, resume=True)
 
 

@@ -60,6 +60,18 @@ def test_focused_passages_keep_the_first_sentence_and_those_about_the_query():
     assert "castles" in cut.passages[0].text  # focus off: the passage as the baselines see it, cut at 700 chars
 
 
+def test_query_words_the_first_sentence_shows_do_not_rank_the_others():
+    from reagent_local.agents.focus import focus
+
+    text = ("Harbour Lights is a 1994 sailing game by Tide Works for the Amiga. Harbour Lights was the third game "
+            "in the Harbour series of sailing games from Tide Works. Its box art shows Mara Quill at the helm. "
+            "A sequel, Harbour Lights II, was planned for 1996 but cancelled after Tide Works closed its studio.")
+    shown = focus(text, "Which sailor is on the box of Harbour Lights?", 160)
+    assert "Mara Quill" in shown and "third game" not in shown  # not the sentence that repeats the title
+    # with nothing new to match, the sentences after the first follow in order
+    assert "third game" in focus(text, "Harbour Lights Tide Works", 160)
+
+
 def test_sentences_are_not_split_at_initials_or_abbreviations():
     from reagent_local.agents.focus import focus, sentences
 

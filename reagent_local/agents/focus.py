@@ -4,7 +4,9 @@ Prefill is most of a question's cost on a laptop (about 70 prompt tokens a secon
 1.5B model), and the passages are most of every reading prompt. A long passage is cut to
 its first sentence (which names its subject and, in an encyclopedia, most often holds its
 dates) and the sentences that share the most words with the query, in their own order,
-within a character budget; a short passage is shown whole.
+within a character budget; a short passage is shown whole. A query word the first sentence
+already shows (most often the subject's name) does not rank the others: a sentence that
+repeats the title would otherwise win over the one holding the fact asked for.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def focus(text: str, query: str, limit: int) -> str:
     if len(parts[0]) >= limit or len(parts) == 1:
         return _cut(line, limit)
     wanted = _terms(query)
+    wanted -= {w for w in wanted if _shared(_terms(parts[0]), {w})}  # already shown, so no guide to the rest
     overlap = [_shared(_terms(s), wanted) for s in parts]
     chosen, budget = {0}, limit - len(parts[0])
     # the sentences sharing most words with the query first, then the rest in order, while they fit
