@@ -55,8 +55,8 @@ def focus(text: str, query: str, limit: int) -> str:
     parts = sentences(line)
     if len(parts[0]) >= limit or len(parts) == 1:
         return _cut(line, limit)
-    wanted = _terms(query)
-    wanted -= {w for w in wanted if _shared(_terms(parts[0]), {w})}  # already shown, so no guide to the rest
+    first = _terms(parts[0])
+    wanted = {w for w in _terms(query) if not _shared(first, {w})}  # words already shown guide nothing
     overlap = [_shared(_terms(s), wanted) for s in parts]
     chosen, budget = {0}, limit - len(parts[0])
     # the sentences sharing most words with the query first, then the rest in order, while they fit
