@@ -55,9 +55,9 @@ def focus(text: str, query: str, limit: int) -> str:
     parts = sentences(line)
     if len(parts[0]) >= limit or len(parts) == 1:
         return _cut(line, limit)
-    first = _terms(parts[0])
-    wanted = {w for w in _terms(query) if not _shared(first, {w})}  # words already shown guide nothing
-    overlap = [_shared(_terms(s), wanted) for s in parts]
+    terms = [_terms(s) for s in parts]
+    wanted = {w for w in _terms(query) if not _shared(terms[0], {w})}  # words already shown guide nothing
+    overlap = [_shared(t, wanted) for t in terms]
     chosen, budget = {0}, limit - len(parts[0])
     # the sentences sharing most words with the query first, then the rest in order, while they fit
     order = sorted(range(1, len(parts)), key=lambda i: (-overlap[i], i))
