@@ -1249,10 +1249,14 @@ def contention(h: Harness, tries: int) -> list[Result]:
         victim.wait()
         rows, trouble = h.trace_list(home)
         problems += trouble + no_running(rows)
-        killed = [r for r in rows if r["question"] == VICTIM and r["status"] != "ok" and r["run_id"] not in seen]
+        victim_runs = [r["status"] for r in rows if r["question"] == VICTIM and r["run_id"] not in seen]
         seen.update(r["run_id"] for r in rows)
-        if victim_fate == "the 5th ask killed mid-run" and [r["status"] for r in killed] != ["interrupted"]:
-            problems.append(f"the killed 5th ask shows {[r['status'] for r in killed]}, not one interrupted run")
+        if victim_fate == "the 5th ask killed mid-run" and victim_runs == ["ok"]:
+            # the kill was sent on a `trace list` snapshot that a loaded machine took seconds to print: the
+            # run had finished (and logged its end) before the signal landed, which is a run done, not lost
+            victim_fate = "the 5th ask finished before its kill landed"
+        elif victim_fate == "the 5th ask killed mid-run" and victim_runs != ["interrupted"]:
+            problems.append(f"the killed 5th ask shows {victim_runs}, not one interrupted run")
         seqs: list[int] = []
         for row in rows:
             data, trouble = h.export(home, row["run_id"])
