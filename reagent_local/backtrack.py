@@ -89,6 +89,8 @@ class GlobalBacktracking(_Base):
                 self.steps[statement.subquestion].statement = stamped
         for index in plan.affected_steps:
             self.steps[index].reopen()
+        if self.failed and self.failed[0].index in plan.affected_steps:
+            self.failed = None  # the failed step is solved again; a new failure is recorded afresh
         for kept in plan.keep:  # a kept statement that met its rival in a round was never published
             if kept.subquestion not in plan.affected_steps and not self.ws.holds(ASSEMBLER, kept.id):
                 self._post("assert", VERIFIER, (ASSEMBLER,), {"step": kept.subquestion}, [kept])

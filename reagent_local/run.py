@@ -72,10 +72,13 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         try:
             self._plan()
             self._solve_pending()
-            if self.failed and self.settings.global_backtracking and self.team.controller.may_replan():
-                self._replan()
             if self.settings.global_backtracking:
+                # A step that found nothing about the answer it builds on suspects that answer: it is redone
+                # first (a rollback to that step), and only a failure that stands sends the run back to the plan.
                 self._settle_across_steps()
+                if self.failed and self.team.controller.may_replan():
+                    self._replan()
+                    self._settle_across_steps()
             final = self._assemble()
             self.first_answer = final.answer
             if self.settings.global_backtracking and self.settings.two_roads:

@@ -570,6 +570,47 @@ def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answ
     assert len(redo) == 1 and "Blue Harbour is a 1998 film" in redo[0]  # its passage was kept
 
 
+def test_the_answer_a_failed_step_builds_on_is_redone_before_the_plan_is_made_again(log):
+    index = InMemoryIndex()
+    index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
+    index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["When was the director of Blue Harbour born?"]}, schema="Decomposition",
+                 contains="What failed")  # a new plan is on offer, and would be worse than redoing step 1
+    llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="It is not Tom Hale")
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed Blue Harbour?")
+    llm.add_rule({"answer": "1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_date"},
+                 schema="SubAnswer", contains="When was Mara Lind born?")
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")
+    llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
+    answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
+    assert answer.answer == "1961" and [s.answer for s in answer.subquestions] == ["Mara Lind", "1961"]
+    assert "unfounded-step" in answer.signals and "plan-failed" not in answer.signals
+    assert len(llm.requests_for("Decomposition")) == 1  # the step was repaired: the plan stood
+    assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1]
+
+
+def test_a_failure_that_outlives_the_redo_of_its_input_still_sends_the_run_back_to_the_plan(log):
+    index = InMemoryIndex()
+    index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["When was the director of Blue Harbour born?"]}, schema="Decomposition",
+                 contains="What failed")
+    llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="It is not Tom Hale")
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed Blue Harbour?")
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")  # nothing says when Mara Lind was born
+    llm.add_rule({"query": "director born"}, schema="Reformulation")
+    answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
+    assert answer.signals.index("unfounded-step") < answer.signals.index("plan-failed")
+    assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1, 2]
+
+
 class _ModelThatWillNotLoad(ScriptedLLM):
     def generate_json(self, *args, **kwargs):
         raise ModelIntegrityError("models/broken.gguf is not a GGUF file", hint="delete it and pull again")
