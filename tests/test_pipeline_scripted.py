@@ -546,16 +546,31 @@ def test_an_either_or_chain_missing_a_fact_is_not_trusted(index, log):
     assert any("came out first" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
 
 
-def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answer_back(log):
+def _director_index(*, with_birth: bool = True) -> InMemoryIndex:
     index = InMemoryIndex()
     index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
-    index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
+    if with_birth:
+        index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
+    return index
+
+
+def _wrong_director_llm(*, offer_replan: bool = False) -> ScriptedLLM:
+    """Step 1 reads the novelist for the director until told the name was given up."""
     llm = ScriptedLLM()
+    if offer_replan:  # a new plan is on offer, and would be worse than redoing step 1
+        llm.add_rule({"subquestions": ["When was the director of Blue Harbour born?"]}, schema="Decomposition",
+                     contains="What failed")
     llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer", contains="It is not Tom Hale")  # told what was given up, it reads again
     llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer", contains="Who directed Blue Harbour?")  # the wrong name from the right passage
+    return llm
+
+
+def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answer_back(log):
+    index = _director_index()
+    llm = _wrong_director_llm()
     llm.add_rule({"answer": "1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_date"},
                  schema="SubAnswer", contains="When was Mara Lind born?")
     llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="When was Tom Hale born?")
@@ -571,17 +586,8 @@ def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answ
 
 
 def test_the_answer_a_failed_step_builds_on_is_redone_before_the_plan_is_made_again(log):
-    index = InMemoryIndex()
-    index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
-    index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["When was the director of Blue Harbour born?"]}, schema="Decomposition",
-                 contains="What failed")  # a new plan is on offer, and would be worse than redoing step 1
-    llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="It is not Tom Hale")
-    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Who directed Blue Harbour?")
+    index = _director_index()
+    llm = _wrong_director_llm(offer_replan=True)
     llm.add_rule({"answer": "1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_date"},
                  schema="SubAnswer", contains="When was Mara Lind born?")
     llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")
@@ -594,16 +600,8 @@ def test_the_answer_a_failed_step_builds_on_is_redone_before_the_plan_is_made_ag
 
 
 def test_a_failure_that_outlives_the_redo_of_its_input_still_sends_the_run_back_to_the_plan(log):
-    index = InMemoryIndex()
-    index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["When was the director of Blue Harbour born?"]}, schema="Decomposition",
-                 contains="What failed")
-    llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="It is not Tom Hale")
-    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Who directed Blue Harbour?")
+    index = _director_index(with_birth=False)
+    llm = _wrong_director_llm(offer_replan=True)
     llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")  # nothing says when Mara Lind was born
     llm.add_rule({"query": "director born"}, schema="Reformulation")
     answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
