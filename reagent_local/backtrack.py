@@ -41,6 +41,9 @@ class GlobalBacktracking(_Base):
             return  # the same plan again: nothing new to try
         self.ws.rollback_global(self.plan_checkpoint.id, f"the plan failed: {failure}")
         self.backtracks["global"] += 1
+        # the first plan's answers go with it, but what they were read from stays for the second road
+        self.replanned = True
+        self.earlier_cited = tuple(p for s in self.steps for p in s.cited)
         self._plan(plan)
         self._solve_pending()
 

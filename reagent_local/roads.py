@@ -90,7 +90,8 @@ class SecondRoad(_Base):
         if self.whole is not None or self.whole_evidence is not None:
             return self.whole
         self.calls.budget.check()
-        found = [p for s in self.steps for p in s.cited]  # the passages the steps' answers came from
+        # the passages the steps' answers came from, and (after a new plan) the first plan's
+        found = [p for s in self.steps for p in s.cited] + list(self.earlier_cited)
         evidence = self.whole_evidence = self.team.retriever.gather(self.question, found)
         self._post("inform", RETRIEVER, (ASSEMBLER,), {"step": "whole question", "query": self.question,
                                                        **evidence_payload(evidence)})
@@ -115,7 +116,11 @@ class SecondRoad(_Base):
           confidence, or
         - the question names two options, every step found its fact, and every fact is at least
           ``options_trust`` sure: choosing between the named options from facts found for each is
-          what a single reading of the whole question does worst.
+          what a single reading of the whole question does worst;
+
+        and never after a new plan: the first plan failed, and the answer the new one gives replaces
+        what the run would have answered without it (the whole question read over both plans'
+        passages), so it must win that comparison rather than skip it.
         """
         answered = [s for s in self.steps if s.done and s.statement is not None]
         confidence = min((s.statement.confidence for s in answered), default=0.0)
@@ -127,10 +132,11 @@ class SecondRoad(_Base):
         by_rule = chain.rule is not None and checked and confidence >= self.settings.chain_trust
         by_options = either_or_options(self.question) is not None and every_fact \
             and confidence >= self.settings.options_trust
-        trusted = problem is None and (by_rule or by_options)
+        trusted = problem is None and (by_rule or by_options) and not self.replanned
         how = f"rule {chain.rule}" if chain.rule else "the model"
-        note = (f"{how} chose it from {len(answered)} step(s), least sure {confidence:.2f}"
-                + ("" if trusted else ("; a step is unanswered or unchecked" if not checked else "")))
+        doubt = "; the plan was made again" if self.replanned else \
+            ("; a step is unanswered or unchecked" if not checked else "")
+        note = f"{how} chose it from {len(answered)} step(s), least sure {confidence:.2f}" + ("" if trusted else doubt)
         statement = final_statement(self.question, chain.answer, confidence=confidence, cited=cited)
         return Road("chain", chain.answer, statement, confidence, problem, self._grounded(chain.answer, cited),
                     trusted=trusted, note=note)

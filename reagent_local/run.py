@@ -65,6 +65,8 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         self.roads_rollbacks = 0  # global rollbacks the two roads caused (after the chain's first answer)
         self.failed: tuple[Step, str] | None = None  # the first step of the plan that found no usable answer
         self.plan_checkpoint: Checkpoint | None = None  # taken after the first plan: where a new plan starts
+        self.replanned = False  # the plan was made again after a step failed
+        self.earlier_cited: tuple[EvidencePassage, ...] = ()  # what the first plan's answers were read from
 
     def execute(self) -> Answer:
         """Plan, solve every step, settle conflicts, assemble; budgets bound the work."""

@@ -609,6 +609,54 @@ def test_a_failure_that_outlives_the_redo_of_its_input_still_sends_the_run_back_
     assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1, 2]
 
 
+def _replanned_mother_run(log, whole: str, whole_confidence: float):
+    """The first plan finds the director on a page the whole question's own search does not rank, but not
+    her mother; the new plan, one step, reads a wrong mother off another page and is sure of it."""
+    index = InMemoryIndex()
+    index.add("Harbour film festival", "The Harbour film festival honours the director of the year and his mother.")
+    index.add("Mother (film)", "Mother is a film by a director about a mother in a harbour.")
+    index.add("Blue Harbour (novel)", "Blue Harbour is a novel; the star Eva Berg is the daughter of Karin Berg.")
+    index.add("Blue Harbour (1998)", "Mara Lind directed Blue Harbour in 1998; she is the daughter of Ilse Lind.")
+    index.add("Lind family", "Mara Lind and her sister grew up in Oslo.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": [MOTHER_Q]}, schema="Decomposition", contains="What failed")
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?", confidence=0.9)
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer",
+                 contains="Question: Who is the mother of Mara Lind?")
+    llm.add_rule({"query": "Mara Lind mother"}, schema="Reformulation")
+    # only the second road's reading shows the first plan's page
+    llm.add_rule({"answer": whole, "passages": [4], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", contains="Mara Lind directed Blue Harbour", confidence=whole_confidence)
+    llm.add_rule({"answer": "Karin Berg", "passages": [3], "subject": "Blue Harbour", "relation": "other"},
+                 schema="SubAnswer", contains=f"Question: {MOTHER_Q}", confidence=0.9)
+    answer = pipeline(llm, index, log, two_roads=True).ask(MOTHER_Q)
+    return answer, llm
+
+
+def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_passages(log):
+    answer, llm = _replanned_mother_run(log, "Ilse Lind", 0.9)
+    assert "plan-failed" in answer.signals and answer.backtracks["global"] >= 1
+    # a rule decided the new chain from a sure, checked step, yet the whole question was read
+    assert answer.roads is not None and answer.roads["chain"] == "Karin Berg"
+    assert "the plan was made again" in answer.roads["reason"]
+    whole = [e.payload["payload"] for e in log.events(answer.run_id) if e.type == "message"
+             and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == "whole question"]
+    # the first plan's page, which the whole question's own search does not rank, is read
+    assert len(whole) == 1 and "Blue Harbour (1998)" in [p["title"] for p in whole[0]["passages"]]
+    assert answer.answer == "Ilse Lind" and answer.roads["winner"] == "whole question"
+
+
+def test_a_chain_from_a_new_plan_stands_when_the_whole_question_agrees(log):
+    answer, llm = _replanned_mother_run(log, "Karin Berg", 0.9)
+    assert answer.answer == "Karin Berg" and answer.roads is None and "plan-failed" in answer.signals
+    signal = [e.payload for e in log.events(answer.run_id) if e.type == "signal"
+              and e.payload["signal"] == "two-roads"]
+    assert signal and not signal[-1]["fired"] and "both roads answer" in signal[-1]["detail"]
+
+
 class _ModelThatWillNotLoad(ScriptedLLM):
     def generate_json(self, *args, **kwargs):
         raise ModelIntegrityError("models/broken.gguf is not a GGUF file", hint="delete it and pull again")
