@@ -3,6 +3,7 @@
 
 import pytest
 
+from reagent_local.answer import Answer
 from reagent_local.errors import ModelIntegrityError, QuestionError
 from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
@@ -609,7 +610,7 @@ def test_a_failure_that_outlives_the_redo_of_its_input_still_sends_the_run_back_
     assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1, 2]
 
 
-def _replanned_mother_run(log, whole: str, whole_confidence: float):
+def _replanned_mother_run(log, whole: str, whole_confidence: float) -> Answer:
     """The first plan finds the director on a page the whole question's own search does not rank, but not
     her mother; the new plan, one step, reads a wrong mother off another page and is sure of it."""
     index = InMemoryIndex()
@@ -632,12 +633,11 @@ def _replanned_mother_run(log, whole: str, whole_confidence: float):
                  schema="SubAnswer", contains="Mara Lind directed Blue Harbour", confidence=whole_confidence)
     llm.add_rule({"answer": "Karin Berg", "passages": [3], "subject": "Blue Harbour", "relation": "other"},
                  schema="SubAnswer", contains=f"Question: {MOTHER_Q}", confidence=0.9)
-    answer = pipeline(llm, index, log, two_roads=True).ask(MOTHER_Q)
-    return answer, llm
+    return pipeline(llm, index, log, two_roads=True).ask(MOTHER_Q)
 
 
 def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_passages(log):
-    answer, llm = _replanned_mother_run(log, "Ilse Lind", 0.9)
+    answer = _replanned_mother_run(log, "Ilse Lind", 0.9)
     assert "plan-failed" in answer.signals and answer.backtracks["global"] >= 1
     # a rule decided the new chain from a sure, checked step, yet the whole question was read
     assert answer.roads is not None and answer.roads["chain"] == "Karin Berg"
@@ -650,7 +650,7 @@ def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_pass
 
 
 def test_a_chain_from_a_new_plan_stands_when_the_whole_question_agrees(log):
-    answer, llm = _replanned_mother_run(log, "Karin Berg", 0.9)
+    answer = _replanned_mother_run(log, "Karin Berg", 0.9)
     assert answer.answer == "Karin Berg" and answer.roads is None and "plan-failed" in answer.signals
     signal = [e.payload for e in log.events(answer.run_id) if e.type == "signal"
               and e.payload["signal"] == "two-roads"]
