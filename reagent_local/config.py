@@ -69,6 +69,9 @@ class LLMConfig:
     temperature: float = 0.0
     max_tokens: int = 256
     prompt_cache_mb: int = 1024  # RAM for the KV states of recent prompts, reused across roles (0: off)
+    # prompts are evaluated in aligned blocks of this many tokens, so an answer does not depend on the
+    # prompts evaluated before it (reagent_local/prefill.py); 0: llama.cpp's own, history-dependent way
+    prefill_block: int = 64
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from .errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
+from .prefill import DEFAULT_BLOCK, aligned_llama_class
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
@@ -201,6 +202,9 @@ class LlamaModel:
     # keep the KV states of recent prompts in RAM (MB; 0: off): when roles alternate, each
     # role's fixed instructions are found again instead of being prefilled afresh
     prompt_cache_mb: int = 0
+    # prompts are evaluated in blocks of this many tokens aligned to position 0, so an answer does not
+    # depend on which prompts ran before (reagent_local/prefill.py); 0: llama.cpp's own evaluation
+    prefill_block: int = DEFAULT_BLOCK
     _llama: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -222,8 +226,9 @@ class LlamaModel:
         import llama_cpp  # heavy import, deferred
 
         gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
+        llama_class = aligned_llama_class(self.prefill_block) if self.prefill_block > 0 else llama_cpp.Llama
         try:
-            llama = llama_cpp.Llama(
+            llama = llama_class(
                 model_path=str(self.path),
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads or physical_threads(),

@@ -1,0 +1,81 @@
+"""Prompt evaluation whose numbers do not depend on what was evaluated before.
+
+llama.cpp reuses the KV cache of a prompt prefix it has already evaluated (the last prompt's,
+or a state from the RAM prompt cache), and evaluates the rest of the prompt as one batch. On
+CPU the arithmetic of a token depends on the size of the batch it is evaluated in: measured
+on Qwen2.5-Coder-1.5B Q4_K_M (AVX-512), the logits of a prompt whose last 1-5 tokens were
+evaluated apart from the rest differ by up to 0.5 from a cold evaluation, which at temperature
+0 flips close choices. So one question could get two answers depending on which questions ran
+before it (seen: the same decomposer prompt gave two plans within one benchmark run).
+
+The fix: a prompt is always evaluated in blocks of ``block`` tokens aligned to position 0
+(the last block may be shorter), and a cached prefix is only reused up to a block boundary
+inside the part that was itself evaluated that way. Every block is then computed from the
+same tokens, at the same positions, in a batch of the same size, whether the prefix came from
+the cache or not: the output is a function of the prompt alone. The price is re-evaluating up
+to ``block - 1`` cached tokens per call.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Iterator, Sequence
+
+DEFAULT_BLOCK = 64  # tokens; small enough that most of a role's fixed instructions stay reusable
+
+
+def reusable_prefix(matched: int, stable: int, block: int) -> int:
+    """How many cached tokens may be kept: the matched prefix, within the block-evaluated part, cut to a block boundary."""
+    return min(matched, stable) // block * block
+
+
+def aligned_blocks(start: int, tokens: Sequence[int], block: int) -> Iterator[Sequence[int]]:
+    """``tokens`` (evaluated from position ``start``, a multiple of ``block``) cut into blocks aligned to position 0."""
+    if start % block:
+        raise ValueError(f"start {start} is not a multiple of the block size {block}")
+    for offset in range(0, len(tokens), block):
+        yield tokens[offset:offset + block]
+
+
+@lru_cache(maxsize=None)
+def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
+    """A ``llama_cpp.Llama`` whose prompt evaluation is aligned to ``block`` tokens (see the module docstring)."""
+    import llama_cpp  # heavy import, deferred
+
+    class AlignedLlama(llama_cpp.Llama):
+        # how many leading KV positions were evaluated in aligned, full blocks of a prompt: reusable exactly
+        _stable = 0
+        _prompt_pending = False
+
+        def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
+            # the first eval of a generation is the prompt (or the part of it not matched in the cache)
+            self._prompt_pending = True
+            return (yield from super().generate(tokens, *args, **kwargs))
+
+        def eval(self, tokens: Sequence[int]) -> None:
+            if not self._prompt_pending:  # generated tokens: one at a time, as in any run
+                return super().eval(tokens)
+            self._prompt_pending = False
+            # generate() matched the first n_tokens of the prompt; go back to a boundary that is exactly reusable
+            keep = reusable_prefix(self.n_tokens, self._stable, block)
+            tokens = [*self.input_ids[keep:self.n_tokens].tolist(), *tokens]
+            self.n_tokens = keep
+            for piece in aligned_blocks(keep, tokens, block):
+                super().eval(piece)
+            self._stable = self.n_tokens // block * block
+
+        def reset(self) -> None:
+            super().reset()
+            self._stable = 0
+
+        def save_state(self) -> Any:
+            state = super().save_state()
+            state.reagent_stable = self._stable
+            return state
+
+        def load_state(self, state: Any) -> None:
+            super().load_state(state)
+            self._stable = getattr(state, "reagent_stable", 0)  # a state saved elsewhere: reuse nothing
+
+    AlignedLlama.__name__ = AlignedLlama.__qualname__ = f"AlignedLlama{block}"
+    return AlignedLlama

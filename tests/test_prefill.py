@@ -1,0 +1,71 @@
+"""Aligned prompt evaluation: an answer is a function of its prompt, not of the prompts evaluated before it."""
+
+import pytest
+
+from conftest import pulled_model
+from reagent_local.agents import PROMPTS
+from reagent_local.agents.schemas import Decomposition, SubAnswer
+from reagent_local.llm import LlamaModel
+from reagent_local.prefill import aligned_blocks, reusable_prefix
+from reagent_local.prompts import render_messages
+
+
+def test_reuse_stops_at_a_block_boundary_inside_the_block_evaluated_part():
+    assert reusable_prefix(matched=200, stable=640, block=64) == 192
+    assert reusable_prefix(matched=640, stable=640, block=64) == 640
+    # the tail of the last prompt (a short last block, or generated tokens) is never reused
+    assert reusable_prefix(matched=700, stable=640, block=64) == 640
+    assert reusable_prefix(matched=63, stable=640, block=64) == 0
+    assert reusable_prefix(matched=500, stable=0, block=64) == 0
+
+
+def test_blocks_are_aligned_to_position_zero():
+    tokens = list(range(150))
+    assert [len(b) for b in aligned_blocks(128, tokens, 64)] == [64, 64, 22]
+    assert [b[0] for b in aligned_blocks(128, tokens, 64)] == [0, 64, 128]
+    assert list(aligned_blocks(0, [], 64)) == []
+    with pytest.raises(ValueError, match="multiple of the block size"):
+        list(aligned_blocks(100, tokens, 64))
+
+
+def _decompose(question: str) -> list[dict[str, str]]:
+    return render_messages(PROMPTS, "decompose", question=question)
+
+
+def _answer(passages: str, question: str) -> list[dict[str, str]]:
+    return render_messages(PROMPTS, "answer", evidence=passages, question=question)
+
+
+def _output(model: LlamaModel, messages, schema) -> tuple[str, tuple]:
+    call = model.generate_json(messages, schema).call
+    return call.raw, call.token_logprobs
+
+
+@pytest.mark.slow
+def test_a_prompt_gives_the_same_tokens_and_probabilities_whatever_ran_before():
+    # The 1.5B model's Q4_K kernels compute a token differently in a batch of a few tokens than in a
+    # larger one: with llama.cpp's own prefix reuse this decomposer prompt gave three different plans
+    # in one process (cold, after another question's plan, and asked again).
+    path = pulled_model("qwen2.5-coder-1.5b")
+    question = _decompose("What year was the 2nd wife of the leader of the hussites born?")
+    other = _decompose("Who is the mother of the director of the film Blue Harbour?")
+    passages = "Passages:\n[1] Joanna of Rozmital: Joanna (c. 1430 - 1475) was the second wife of George of Podebrady."
+    reading = _answer(passages, "When was Joanna of Rozmital born?")
+
+    cold = LlamaModel(path, n_ctx=2048, prompt_cache_mb=256)
+    expected = _output(cold, question, Decomposition)
+    cold.close()
+
+    warm = LlamaModel(path, n_ctx=2048, prompt_cache_mb=256)
+    try:
+        _output(warm, other, Decomposition)  # shares the instructions: a prefix is reused
+        after_another = _output(warm, question, Decomposition)
+        again = _output(warm, question, Decomposition)  # the whole prompt is in the cache
+        _output(warm, reading, SubAnswer)  # another role's prompt in between
+        after_a_role = _output(warm, question, Decomposition)
+    finally:
+        warm.close()
+    assert expected[1], "the call reports token probabilities"
+    assert after_another == expected
+    assert again == expected
+    assert after_a_role == expected
