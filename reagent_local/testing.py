@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -25,6 +26,17 @@ from .llm import JsonResult, LLMCall, Message, parse_json_output
 
 T = TypeVar("T", bound=BaseModel)
 Response = dict[str, Any] | BaseModel | str | Callable[[Sequence[Message], type[BaseModel]], Any]
+_NUMBERED_PASSAGE = re.compile(r"^\[(\d+)\] (.*)$", re.M)
+
+
+def answer_citing(answer: str, subject: str = "", relation: str = "other") -> Callable[[Sequence[Message], type[BaseModel]], dict]:
+    """A ``SubAnswer`` response that cites the passages of the prompt holding ``answer``, as a careful reader would
+    (a fixed passage number would cite whatever the retriever happens to rank there)."""
+    def respond(messages: Sequence[Message], schema: type[BaseModel]) -> dict:
+        content = messages[-1].get("content", "") if messages else ""
+        numbers = [int(m.group(1)) for m in _NUMBERED_PASSAGE.finditer(content) if answer.lower() in m.group(2).lower()]
+        return {"answer": answer, "passages": numbers[:3], "subject": subject, "relation": relation}
+    return respond
 
 
 @dataclass

@@ -7,7 +7,7 @@ from reagent_local.answer import Answer
 from reagent_local.errors import ModelIntegrityError, QuestionError
 from reagent_local.core.log import EventLog
 from reagent_local.pipeline import Pipeline
-from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM
+from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM, answer_citing
 
 from scenario_runs import QUESTION as OLYMPICS_Q
 from scenario_runs import olympics_index, olympics_llm, scenario_config
@@ -151,11 +151,9 @@ def test_graph_fact_rejects_a_wrong_claim_without_a_judge_call(index, log):
     kg.add("California", "capital", "Sacramento")
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["What is the capital of California?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "Los Angeles", "passages": [2], "subject": "California", "relation": "capital"},
-                 schema="SubAnswer", times=1)
+    llm.add_rule(answer_citing("Los Angeles", "California", "capital"), schema="SubAnswer", times=1)
     llm.add_rule({"query": "capital of California"}, schema="Reformulation")
-    llm.add_rule({"answer": "Sacramento", "passages": [1], "subject": "California", "relation": "capital"},
-                 schema="SubAnswer")
+    llm.add_rule(answer_citing("Sacramento", "California", "capital"), schema="SubAnswer")
     answer = pipeline(llm, index, log, kg=kg).ask("What is the capital of California?")
     assert answer.answer == "Sacramento"
     assert answer.backtracks["local"] == 1
@@ -667,3 +665,45 @@ def test_a_run_whose_model_fails_to_load_is_closed_as_failed(index, log):
         pipeline(_ModelThatWillNotLoad(), index, log).ask("Who directed Actrius?")
     run = log.runs(last=1)[0]
     assert run["status"] == "failed" and "not a GGUF file" in run["error"]
+
+
+def _school_run(log, *, reread_answer: str, backtracking: str = "both") -> Answer:
+    """A one-step question whose first reading copies a span from another passage than the one it cites."""
+    index = InMemoryIndex()
+    index.add("Icknield Walk First School", "Icknield Walk First School is a first school located in Royston, "
+                                            "Hertfordshire, England.")
+    index.add("Carroll County High School", "Carroll County High School is a first school located in Carroll County, "
+                                            "Virginia.")
+    question = "What county is Icknield Walk First School located in?"
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": [question]}, schema="Decomposition")
+
+    def read(messages, schema):
+        alone = "[2]" not in messages[-1]["content"]  # the cited passage, read again by itself
+        answer = reread_answer if alone else "Carroll County"
+        return {"answer": answer, "passages": [] if answer == "unknown" else [1],
+                "subject": "Icknield Walk First School", "relation": "other"}
+
+    llm.add_rule(read, schema="SubAnswer")
+    return pipeline(llm, index, log, backtracking=backtracking).ask(question)
+
+
+def test_a_miscited_answer_is_read_again_from_the_passage_it_cites(log):
+    answer = _school_run(log, reread_answer="Hertfordshire")
+    assert answer.answer == "Hertfordshire" and "miscited" in answer.signals
+    assert answer.backtracks["local"] == 1 and answer.llm_calls == 3  # plan, reading, reading the cited passage
+    inform = [e.payload["payload"] for e in log.events(answer.run_id)
+              if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == 0]
+    assert [p["title"] for p in inform[-1]["passages"]] == ["Icknield Walk First School"]
+    assert "Carroll County" in next(e for e in log.events(answer.run_id) if e.type == "rollback_local").payload["reason"]
+
+
+def test_a_cited_passage_that_answers_nothing_leaves_the_first_answer_uncertain(log):
+    answer = _school_run(log, reread_answer="unknown")
+    assert answer.answer == "Carroll County" and answer.subquestions[0].uncertain
+    assert answer.llm_calls == 3  # no new search after the cited passage answered nothing
+
+
+def test_without_local_backtracking_the_miscited_answer_stands(log):
+    answer = _school_run(log, reread_answer="Hertfordshire", backtracking="none")
+    assert answer.answer == "Carroll County" and answer.signals == ()
