@@ -21,7 +21,7 @@ from .agents.decomposer import AGENT as DECOMPOSER
 from .agents.evidence import Evidence, EvidencePassage, evidence_payload, is_unknown
 from .agents.retriever import AGENT as RETRIEVER
 from .agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict
-from .agents.verifier import AGENT as VERIFIER, Accept, Attempt, Candidate, Decision, GiveUp, Retry, graph_facts
+from .agents.verifier import AGENT as VERIFIER, Accept, Candidate, GiveUp, Retry, graph_facts
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
@@ -148,25 +148,20 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
             if request.restart:
                 step.reopen()
                 step.start(step.question)
-            self._retrieve(step, request.query, exclude=request.exclude, keep=request.keep, only=request.only)
+            self._retrieve(step, request.query, exclude=request.exclude, keep=request.keep)
         return [m for m in result.inbox(VERIFIER) if m.type == "inform" and isinstance(m.payload.get("step"), int)
                 and not self.steps[m.payload["step"]].done]
 
     # -- one attempt at a step: local backtracking -----------------------------------
     def _retrieve(self, step: Step, query: str, *, exclude: Sequence[str] = (), keep: Sequence[str] = (),
-                  only: Sequence[str] = (), prefetched: bool = False) -> None:
-        """Search for the step; a step searching again reads what it has not read first (and ``keep``);
-        ``only``: read those passages again alone, without a search."""
+                  prefetched: bool = False) -> None:
+        """Search for the step; a step searching again reads what it has not read first (and ``keep``)."""
         self.calls.budget.check()
         step.excluded |= set(exclude)
         step.query = query
         read = {p.id: p for a in step.attempts for p in a.evidence.passages}
-        if only and all(i in read for i in only):
-            step.evidence = self.team.retriever.narrow(query, [read[i] for i in only])
-        else:
-            step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, seen=step.seen,
-                                                         keep=[read[i] for i in keep if i in read],
-                                                         prefetched=prefetched)
+        step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, seen=step.seen,
+                                                     keep=[read[i] for i in keep if i in read], prefetched=prefetched)
         step.seen |= {p.id for p in step.evidence.passages}
         self._post("inform", RETRIEVER, (VERIFIER,), {"step": step.index, "query": query,
                                                       **evidence_payload(step.evidence)})
@@ -196,23 +191,16 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         self.ws.rollback_local(VERIFIER, checkpoint.id, "; ".join(decision.reasons))
         self.backtracks["local"] += 1
         # named apart so a benchmark record says which local signal sent the step back
-        self._signal(self._local_signal(attempt, decision), True, "; ".join(decision.reasons), step=step.index)
+        self._signal("low-confidence" if attempt.check.ok else "check-failed", True, "; ".join(decision.reasons),
+                     step=step.index)
         if isinstance(decision, Retry):
             self._post("reject", VERIFIER, (RETRIEVER,), {
                 "step": step.index, "answer": attempt.candidate.answer, "reason": "; ".join(decision.reasons),
                 "reasons": list(decision.reasons), "question": step.question, "query": step.query,
                 "tried": [a.query for a in step.attempts], "hints": list(decision.hints),
-                "exclude": list(decision.exclude), "keep": list(decision.keep),
-                "reread": list(decision.reread)}, [held])
+                "exclude": list(decision.exclude), "keep": list(decision.keep)}, [held])
         elif isinstance(decision, GiveUp):
             self._override(step)
-
-    @staticmethod
-    def _local_signal(attempt: Attempt, decision: Decision) -> str:
-        """Which local signal sent the step back, as benchmark records name it."""
-        if isinstance(decision, Retry) and decision.reread:
-            return "miscited"
-        return "low-confidence" if attempt.check.ok else "check-failed"
 
     def _candidate(self, step: Step, evidence: Evidence) -> Candidate:
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reagent_local.agents.evidence import Evidence, grounded_in, is_unknown, looks_like_instruction
+from reagent_local.agents.evidence import grounded_in, is_unknown, looks_like_instruction
 from reagent_local.agents.verifier import Accept, Candidate, GiveUp, Retry, Verifier
 from reagent_local.core.channel import Message
 from reagent_local.core.conflicts import ConflictChecker
@@ -137,42 +137,3 @@ def test_an_unsure_answers_passages_are_kept_for_the_retry_a_failed_ones_are_not
     assert isinstance(retry, Retry) and retry.keep == (EVIDENCE.passages[0].id,)
     failed = agent.decide([unsure("Tom Hale", 0.9)], retries=2, local=True)
     assert isinstance(failed, Retry) and failed.keep == ()
-
-
-SCHOOL_Q = "What county is Icknield Walk First School located in?"
-SCHOOLS = evidence(("Icknield Walk First School", "Icknield Walk First School is a first school in Royston, Hertfordshire."),
-                   ("Carroll County High School", "Carroll County High School is located in Carroll County, Virginia."))
-
-
-def read_schools(answer: str, cited: list[int], evidence_=SCHOOLS):
-    llm = ScriptedLLM(responses=[{"answer": answer, "passages": cited, "subject": "Icknield Walk First School",
-                                  "relation": "other"}])
-    agent = verifier(llm)
-    candidate = agent.answer(0, SCHOOL_Q, evidence_)
-    return agent, agent.examine(candidate, evidence_, query=SCHOOL_Q)
-
-
-def test_a_span_copied_from_another_passage_than_the_one_cited_is_read_again_from_the_cited_one():
-    agent, first = read_schools("Carroll County", [1])
-    assert [p.title for p in first.candidate.named] == ["Icknield Walk First School"]
-    assert [p.title for p in first.candidate.cited] == ["Carroll County High School"]  # where the span is
-    assert not first.check.ok and "not in the passage it cites" in first.check.problems[0]
-    decision = agent.decide([first], retries=2, local=True)
-    assert isinstance(decision, Retry) and decision.reread == ("Icknield Walk First School#0",)
-    assert decision.keep == () and decision.exclude == ()
-    # without local backtracking the answer stands, marked uncertain
-    assert isinstance(agent.decide([first], retries=2, local=False), Accept)
-
-
-def test_a_right_citation_or_a_repaired_number_is_no_citation_problem():
-    assert read_schools("Royston, Hertfordshire", [1])[1].check.ok
-    assert read_schools("Hertfordshire", [])[1].check.ok  # no passage named: nothing to contradict
-
-
-def test_the_reread_passage_decides_or_the_controller_keeps_the_first_answer():
-    narrowed = Evidence(SCHOOL_Q, SCHOOLS.passages[:1], narrowed=True)
-    agent, first = read_schools("Carroll County", [1])
-    _, found = read_schools("Hertfordshire", [1], narrowed)
-    assert isinstance(agent.decide([first, found], retries=2, local=True), Accept)
-    _, nothing = read_schools("unknown", [], narrowed)
-    assert isinstance(agent.decide([first, nothing], retries=2, local=True), GiveUp)

@@ -53,7 +53,6 @@ class Evidence:
     query: str
     passages: tuple[EvidencePassage, ...]
     facts: tuple[Fact, ...] = field(default=())
-    narrowed: bool = False  # only the passages an earlier reading cited, read again
 
     def by_number(self, numbers: Sequence[int]) -> list[EvidencePassage]:
         """Passages by their 1-based number in the prompt (invalid numbers are dropped)."""

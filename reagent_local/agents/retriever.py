@@ -41,7 +41,6 @@ class SearchRequest:
     exclude: tuple[str, ...] = ()
     restart: bool = False  # a challenge: the step is solved afresh
     keep: tuple[str, ...] = ()  # passage ids to read again beside new ones
-    only: tuple[str, ...] = ()  # passage ids to read again alone: no new search
 
 
 class RetrieverAgent:
@@ -87,11 +86,6 @@ class RetrieverAgent:
         passages = [self._passage(hit, query) for hit in hits[:room]]
         return Evidence(query=query, passages=tuple(passages + kept), facts=self._facts(query))
 
-    @staticmethod
-    def narrow(query: str, passages: Sequence[EvidencePassage]) -> Evidence:
-        """Evidence of passages already read, to be read again alone (no search, no graph facts)."""
-        return Evidence(query=query, passages=tuple(passages), narrowed=True)
-
     def _passage(self, hit: Any, query: str) -> EvidencePassage:
         text = (focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars)) if self.focus_chars
                 else flatten(hit.passage.text, self.passage_chars))
@@ -130,9 +124,7 @@ class RetrieverAgent:
         requests = []
         for message in inbox:
             body = message.payload
-            if message.type == "reject" and body.get("reread"):  # read the cited passages alone: no search
-                requests.append(SearchRequest(body["step"], body["query"], only=tuple(body["reread"])))
-            elif message.type == "reject" and "step" in body:
+            if message.type == "reject" and "step" in body:
                 query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"],
                                          tried=body.get("tried", [body["query"]]))
                 requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ())),

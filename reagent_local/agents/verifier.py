@@ -26,7 +26,6 @@ from .evidence import Evidence, EvidencePassage, format_evidence, grounded_in, i
 from .schemas import ConflictJudgement, SubAnswer
 
 AGENT = "verifier"
-CITATION_PROBLEM = "the answer is not in the passage it cites"
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,6 @@ class Candidate:
     subject: str
     relation: str
     probability: float | None = None  # how sure the model was of the span (token probabilities), if reported
-    named: tuple[EvidencePassage, ...] = ()  # the passages the model said the answer came from (``cited``: where it is)
 
     def to_statement(self, confidence: float) -> Statement:
         """The statement the verifier holds for this candidate."""
@@ -118,7 +116,6 @@ class Retry:
     exclude: tuple[str, ...]  # passage ids never to show again (instructions)
     hints: tuple[str, ...]  # titles of the passages seen, for the new query
     keep: tuple[str, ...] = ()  # passage ids to read again beside new ones: an unsure answer's sources
-    reread: tuple[str, ...] = ()  # passage ids to read again alone, without a new search: the ones the answer cited
     name = "retry"
 
 
@@ -158,14 +155,13 @@ def read_passages(call: Caller, agent: str, index: int, question: str, evidence:
     result = call(agent, messages, SubAnswer, max_tokens=90)
     value: SubAnswer = result.value
     answer = " ".join(value.answer.split())
-    named = cited = tuple(evidence.by_number(value.passages))
+    cited = tuple(evidence.by_number(value.passages))
     if not grounded_in(answer, [f"{p.title}: {p.text}" for p in cited]):
-        # the passages that contain the span are where it came from (the verifier's citation check weighs
-        # the mismatch: the model may have cited the wrong number, or copied a span from the wrong passage)
+        # small models often cite the wrong number: cite the passages that contain the span
         containing = tuple(p for p in evidence.passages if grounded_in(answer, [f"{p.title}: {p.text}"]))
         cited = containing or cited
     return Candidate(index, question, answer, cited, value.subject, value.relation,
-                     result.call.span_probability(value.answer), named)
+                     result.call.span_probability(value.answer))
 
 
 def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> float:
@@ -225,10 +221,6 @@ class Verifier:
         texts = [f"{p.title}: {p.text}" for p in (candidate.cited or evidence.passages)]
         if not is_yes_no and not grounded_in(candidate.answer, texts + [f.text for f in evidence.facts]):
             problems.append(f"the answer {candidate.answer!r} does not appear in the cited passages")
-        elif miscited(candidate):
-            problems.append(f"{CITATION_PROBLEM}: {candidate.answer!r} is not in "
-                            + ", ".join(repr(p.title) for p in candidate.named) + " but in "
-                            + ", ".join(repr(p.title) for p in candidate.cited))
         statement = candidate.to_statement(confidence=0.5)
         kg_conflicts, kg_supports = (), ()
         if statement.structured and statement.relation != "answer":
@@ -265,10 +257,6 @@ class Verifier:
             return Accept(last, retract=tuple(held for held, _ in check.own_conflicts))
         if not local:
             return Accept(last, uncertain=True)  # the ablation without local backtracking keeps the first answer
-        if last.evidence.narrowed:
-            # the cited passage read alone: its answer stands if it passes the checks; if it gives none, the
-            # citation may have been the mistake, and the controller keeps the best usable attempt (uncertain)
-            return Accept(last) if check.ok else GiveUp(last, tuple(check.reasons()))
         unsure = check.ok and last.confidence < self.min_confidence
         reasons = tuple(check.reasons()) or (f"the model is unsure of {last.candidate.answer!r} "
                                              f"(confidence {last.confidence:.2f})",)
@@ -277,10 +265,6 @@ class Verifier:
             return Accept(max(checked, key=lambda a: a.confidence))  # the surest answer that passed its checks
         if len(attempts) > retries or repeated:
             return GiveUp(last, reasons)  # new evidence gave the same rejected answer: more retries will not help
-        if check.problems and all(p.startswith(CITATION_PROBLEM) for p in check.problems) \
-                and not check.kg_conflicts and not check.own_conflicts:
-            # the span came from another passage than the one the model read it from: read that one alone
-            return Retry(last, reasons, (), (), reread=tuple(p.id for p in last.candidate.named))
         exclude = tuple(p.id for p in last.candidate.cited if p.suspicious)
         # an answer that passed its checks but was unsure may be right: its passages are read again beside new ones
         keep = tuple(p.id for p in last.candidate.cited if not p.suspicious) if unsure else ()
@@ -290,17 +274,6 @@ class Verifier:
     def read(inbox: Sequence[Message]) -> list[Statement]:
         """The statements the controller challenged: withdrawn until their steps are checked again."""
         return [s for m in inbox if m.type == "challenge" for s in m.statements]
-
-
-def miscited(candidate: Candidate) -> bool:
-    """The span is in the evidence, but not in any passage the model said it came from.
-
-    On the HotpotQA tune questions every such final answer was wrong: the model read the passage it
-    cited and copied a span from another one.
-    """
-    if not candidate.named or not candidate.cited or normalize(candidate.answer) in {"yes", "no"}:
-        return False
-    return not grounded_in(candidate.answer, [f"{p.title}: {p.text}" for p in candidate.named])
 
 
 def graph_facts(evidence: Evidence) -> list[Statement]:
