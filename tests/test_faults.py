@@ -111,6 +111,7 @@ def test_repair_command_and_kill_points() -> None:
     points = faults.kill_delays(10.0, 20)
     assert len(points) == 20 and points[0] == pytest.approx(0.25) and points[-1] == pytest.approx(9.75)
     assert all(b - a == pytest.approx(0.5) for a, b in zip(points, points[1:]))
+    assert faults.kill_delays(10.0, 4, span=0.8) == pytest.approx([1.0, 3.0, 5.0, 7.0])
 
 
 def test_table_and_doc_markers(tmp_path: Path) -> None:
