@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reagent_local.bench.compare import (
-    against_none, backtracking_effect, backtracking_fields, duel, duel_pairs, has_backtracking, head_to_head,
+    against_none, backtracking_effect, backtracking_fields, by_signal, duel, duel_pairs, has_backtracking, head_to_head,
     record_backtracked, sign_test,
 )
 from reagent_local.bench.methods import MethodResult
@@ -101,6 +101,22 @@ def test_against_none_and_head_to_head() -> None:
     assert duel_["f1"] == {"wins": 1, "losses": 1, "ties": 1, "p_value": 1.0, "won": ["a"], "lost": ["c"]}
     assert duel_["em"] == {"wins": 1, "losses": 0, "ties": 2, "p_value": 1.0, "won": ["a"], "lost": []}
     assert against_none([], "reagent-both")["delta_f1"] is None
+
+
+def test_by_signal_pairs_each_signal_with_reagent_none() -> None:
+    records = [
+        rec("reagent-none", "a", "x", 0, 0.0), rec("reagent-none", "b", "B", 1, 1.0), rec("reagent-none", "c", "c", 0, 0.5),
+        rec("reagent-both", "a", "A", 1, 1.0, signals=["two-roads", "low-confidence", "two-roads"]),
+        rec("reagent-both", "b", "k", 0, 0.0, signals=["two-roads"]),
+        rec("reagent-both", "c", "c", 0, 0.5, signals=["check-failed"]),
+        rec("reagent-both", "d", "d", 1, 1.0, signals=["two-roads"]),  # no reagent-none record: not counted
+    ]
+    rows = by_signal(records, "reagent-both")
+    assert list(rows) == ["two-roads", "check-failed", "low-confidence"]  # most questions first, then by name
+    assert rows["two-roads"] == {"questions": 2, "changed": 2, "won": ["a"], "lost": ["b"], "f1_sum": 0.0}
+    assert rows["low-confidence"] == {"questions": 1, "changed": 1, "won": ["a"], "lost": [], "f1_sum": 1.0}
+    assert rows["check-failed"] == {"questions": 1, "changed": 0, "won": [], "lost": [], "f1_sum": 0.0}
+    assert by_signal(records, "reagent-local") == {}
 
 
 def test_duel_with_many_wins_is_significant() -> None:

@@ -40,7 +40,7 @@ def run_folder(tmp_path: Path) -> Path:
         rec("reagent-none", "b", "wrong", 0.0, 0.0, llm_calls=12, code="0.1.0+gbbbbbbb"),  # resumed after a commit
         rec("reagent-both", "a", "Gold A", 1.0, 1.0, llm_calls=14),  # same answer up to case
         rec("reagent-both", "b", "gold b", 1.0, 1.0, llm_calls=20, backtracks={"local": 1, "global": 1},
-            error=None, uncertain=True),
+            error=None, uncertain=True, signals=["two-roads"]),
     ]
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return folder
@@ -91,6 +91,7 @@ def test_markdown_table_and_chart(run_folder: Path) -> None:
             "p = 1.000; won b") in table
     assert "| reagent-both | 2 | 1 | 0 | 0 | 0 | 1 |" in table  # backtracking: fired 1, before unknown 1
     assert "| reagent-both | 2 | 1 | 1 | 0 | +0.500 |" in table  # against reagent-none
+    assert "| reagent-both | two-roads | 1 | 1 | 1 | 0 | +1.00 |" in table  # the signal b raised, against none
     assert "Code: reagent-none 0.1.0+gaaaaaaa, 0.1.0+gbbbbbbb." in table  # rag's records predate the field
     assert (run_folder / "chart.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -101,6 +101,23 @@ def against_none(records: Sequence[Record], method: str) -> Record:
     }
 
 
+def by_signal(records: Sequence[Record], method: str) -> dict[str, Record]:
+    """Per conflict signal that fired in ``method``'s runs, those questions against reagent-none's: how many,
+    answers changed, won and lost by F1, and the summed F1 change. A question counts under every signal it
+    raised, so the rows overlap and do not add up to the total."""
+    out: dict[str, Record] = {}
+    for mine, none in pairs(records, method, NONE_METHOD):
+        for signal in dict.fromkeys(mine.get("signals") or []):
+            row = out.setdefault(signal, {"questions": 0, "changed": 0, "won": [], "lost": [], "f1_sum": 0.0})
+            gain = mine["f1"] - none["f1"]
+            row["questions"] += 1
+            row["changed"] += not same_answer(mine["prediction"], none["prediction"])
+            if gain:
+                row["won" if gain > 0 else "lost"].append(mine["id"])
+            row["f1_sum"] = round(row["f1_sum"] + gain, 6)
+    return dict(sorted(out.items(), key=lambda item: (-item[1]["questions"], item[0])))
+
+
 def sign_test(wins: int, losses: int) -> float:
     """Exact two-sided sign-test p-value of wins against losses (ties already dropped); 1.0 when both are 0."""
     n = wins + losses

@@ -15,8 +15,8 @@ from collections import Counter
 from statistics import mean
 from typing import Any, Iterable, Sequence
 
-from .compare import (NONE_METHOD, against_none, backtracking_effect, duel_pairs, has_backtracking, head_to_head,
-                      roads_verdicts, same_answer)
+from .compare import (NONE_METHOD, against_none, backtracking_effect, by_signal, duel_pairs, has_backtracking,
+                      head_to_head, roads_verdicts, same_answer)
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import read_run_config, write_json
 
@@ -101,6 +101,7 @@ def comparisons(methods: Sequence[str], records: Sequence[dict[str, Any]]) -> di
                   if (verdicts := roads_verdicts([r for r in records if r["method"] == m]))["settled"]},
         "against_reagent_none": {m: against_none(records, m) for m in others} if has_none else {},
         "backtracking_changed_answers": {m: changed_answers(records, NONE_METHOD, m) for m in others} if has_none else {},
+        "signals_against_reagent_none": {m: by_signal(records, m) for m in others} if has_none else {},
         "head_to_head": {f"{m} vs {o}": head_to_head(records, m, o) for m, o in duel_pairs(present)},
     }
 
@@ -235,6 +236,20 @@ def against_none_lines(paired: dict[str, Any]) -> list[str]:
     return lines
 
 
+def signal_lines(per_method: dict[str, dict[str, Any]]) -> list[str]:
+    """Per ReAgent setting and conflict signal: the questions that raised it, against reagent-none."""
+    rows = [(m, name, row) for m, signals in per_method.items() for name, row in signals.items()]
+    if not rows:
+        return []
+    lines = ["", f"## Conflict signals against {NONE_METHOD} (same questions)", "",
+             "A question counts under every signal it raised. F1 sum: the summed per-question F1 change.", "",
+             "| method | signal | questions | answers changed | won (F1) | lost (F1) | F1 sum |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {m} | {name} | {r['questions']} | {r['changed']} | {len(r['won'])} | {len(r['lost'])} | "
+              f"{r['f1_sum']:+.2f} |" for m, name, r in rows]
+    return lines
+
+
 def duel_lines(duels: dict[str, Any]) -> list[str]:
     """Head to head by per-question F1 (and EM), with the sign test and the ids won and lost."""
     if not duels:
@@ -267,6 +282,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
         *backtracking_lines(summary.get("backtracking", {})),
         *roads_lines(summary.get("roads", {})),
         *against_none_lines(summary.get("against_reagent_none", {})),
+        *signal_lines(summary.get("signals_against_reagent_none", {})),
         *duel_lines(summary.get("head_to_head", {})),
         *change_lines(summary.get("backtracking_changed_answers", {})),
     ]
