@@ -148,20 +148,26 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
             if request.restart:
                 step.reopen()
                 step.start(step.question)
-            self._retrieve(step, request.query, exclude=request.exclude, keep=request.keep)
+            self._retrieve(step, request.query, exclude=request.exclude, keep=request.keep, further=request.further)
         return [m for m in result.inbox(VERIFIER) if m.type == "inform" and isinstance(m.payload.get("step"), int)
                 and not self.steps[m.payload["step"]].done]
 
     # -- one attempt at a step: local backtracking -----------------------------------
     def _retrieve(self, step: Step, query: str, *, exclude: Sequence[str] = (), keep: Sequence[str] = (),
-                  prefetched: bool = False) -> None:
-        """Search for the step; a step searching again reads what it has not read first (and ``keep``)."""
+                  further: Sequence[str] = (), prefetched: bool = False) -> None:
+        """Search for the step; a step searching again reads what it has not read first (and ``keep``,
+        and the ``further`` subjects' articles beyond what it read of them)."""
         self.calls.budget.check()
         step.excluded |= set(exclude)
         step.query = query
         read = {p.id: p for a in step.attempts for p in a.evidence.passages}
+        shown: dict[str, str] = {}
+        for attempt in step.attempts:
+            for p in attempt.evidence.passages:
+                shown[p.id] = f"{shown.get(p.id, '')} {p.text}"
         step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, seen=step.seen,
-                                                     keep=[read[i] for i in keep if i in read], prefetched=prefetched)
+                                                     keep=[read[i] for i in keep if i in read], prefetched=prefetched,
+                                                     further=further, shown=shown)
         step.seen |= {p.id for p in step.evidence.passages}
         self._post("inform", RETRIEVER, (VERIFIER,), {"step": step.index, "query": query,
                                                       **evidence_payload(step.evidence)})
@@ -198,13 +204,23 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
                 "step": step.index, "answer": attempt.candidate.answer, "reason": "; ".join(decision.reasons),
                 "reasons": list(decision.reasons), "question": step.question, "query": step.query,
                 "tried": [a.query for a in step.attempts], "hints": list(decision.hints),
-                "exclude": list(decision.exclude), "keep": list(decision.keep)}, [held])
+                "exclude": list(decision.exclude), "keep": list(decision.keep),
+                "subjects": self._subjects(step, attempt)}, [held])
         elif isinstance(decision, GiveUp):
             self._override(step)
 
+    def _subjects(self, step: Step, attempt: Any) -> list[str]:
+        """What a rejected step asks about: the answers it builds on ("Where was #1 born?"), then the subject
+        the model named for its answer; their own articles are read further on the retry."""
+        built_on = [self.steps[k].answer for k in step.sub.depends_on if not is_unknown(self.steps[k].answer)]
+        named = attempt.candidate.subject.strip()
+        return list(dict.fromkeys([*built_on, *([named] if named else [])]))
+
     def _candidate(self, step: Step, evidence: Evidence) -> Candidate:
         try:
-            return self.team.verifier.answer(step.index, step.question, evidence, sorted(step.rejected))
+            # told what failed: answers the supervisor gave up, and this step's answers that failed a check
+            failed = {a.candidate.answer for a in step.attempts if a.check.problems and not is_unknown(a.candidate.answer)}
+            return self.team.verifier.answer(step.index, step.question, evidence, sorted(step.rejected | failed))
         except LLMOutputError as exc:
             self.ws.record(VERIFIER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
             return Candidate(step.index, step.question, "unknown", (), "", "other")

@@ -99,7 +99,35 @@ def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
     answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
     shown = [[p["id"] for p in e.payload["payload"]["passages"]] for e in log.events(answer.run_id)
              if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == 0]
-    assert len(shown) == 2 and not set(shown[0]) & set(shown[1])  # the retry read three other passages
+    # the retry read two other passages, after the article of the answer's subject, read again further
+    assert len(shown) == 2 and shown[1][0] == "Blue Harbour#0" and not set(shown[0]) & set(shown[1][1:])
+
+
+def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_told_what_failed(log):
+    idx = InMemoryIndex()
+    idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")
+    idx.add("Mara Lind", "Mara Lind (born 4 June 1961) is a Danish film director. " + "She made short films. " * 20
+            + "Lind grew up in Aarhus, where she was born.")
+    for n in range(1, 4):  # other directors, so a new search has unread passages to offer
+        idx.add(f"Lind {n}", f"Lind {n} is a director born in 19{n}0.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Where was #1 born?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
+    llm.add_rule({"answer": "4 June 1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
+                 schema="SubAnswer", times=1)  # a date where a place is asked: the answer-type check fails
+    llm.add_rule({"query": "Mara Lind birthplace"}, schema="Reformulation")
+    llm.add_rule({"answer": "Aarhus", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
+                 schema="SubAnswer", contains="It is not 4 June 1961")
+    llm.add_rule({"answer": "Aarhus"}, schema="FinalAnswer")
+    answer = pipeline(llm, idx, log).ask("Where was the director of the film Blue Harbour born?")
+    assert answer.answer == "Aarhus"
+    evidence = [e.payload["payload"]["passages"] for e in log.events(answer.run_id)
+                if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == 1]
+    first, retry = evidence[0], evidence[-1]
+    assert not any("Aarhus" in p.get("text", "") for p in first)  # the first view cut the birthplace
+    assert retry[0]["id"] == "Mara Lind#0" and "Aarhus" in retry[0]["text"]  # the retry reads the bridge's article further
 
 
 def test_global_conflict_rolls_back_to_before_the_second_claim(log):

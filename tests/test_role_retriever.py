@@ -140,3 +140,33 @@ def test_a_query_already_tried_is_not_sent_again():
     widened = "Who directed Blue Harbour? Blue Harbour Mara Lind"
     assert retriever.reformulate("Who directed Blue Harbour?", "Blue Harbour", "x", hints) == widened
     assert retriever.reformulate("Who directed Blue Harbour?", "Blue Harbour", "x", hints, tried=[widened]) is None
+
+
+def test_a_rejected_step_reads_its_subjects_article_further():
+    idx = InMemoryIndex()
+    idx.add("Ada Vesi (director)", "Ada Vesi (born 3 May 1950) is a Finnish film director known for short films. "
+                                   "Her films were shown at many festivals across the north of Europe. "
+                                   "Vesi grew up on a farm and moved with her parents to Turku in 1960. "
+                                   "She studied painting before she made films.")
+    idx.add("Ada Vesi Park", "Ada Vesi Park is a park named after the director.")
+    idx.add("Born Free", "Born Free is a film about lions.")
+    retriever = RetrieverAgent(idx, None, top_k=2, focus_chars=130, passage_chars=160)
+    first = retriever.retrieve("Where was Ada Vesi born?")
+    assert first.passages[0].id == "Ada Vesi (director)#0" and "Turku" not in first.passages[0].text
+    shown = {p.id: p.text for p in first.passages}
+    assert "painting" in first.passages[0].text  # the first view: the first sentence and what fit after it
+    again = retriever.retrieve("Ada Vesi farm parents", seen=set(shown), further=["Ada Vesi"], shown=shown)
+    article = again.passages[0]
+    assert article.id == "Ada Vesi (director)#0"  # found by its name, "(director)" aside, and read first
+    # who she is, then what the first view cut, before what it showed
+    assert article.text.startswith("Ada Vesi (born 3 May 1950)") and "Turku" in article.text
+    assert "festivals" not in article.text and "painting" not in article.text
+    assert retriever.read_further(["Ada"], "born", {}) == []  # no article of that name
+    assert [p.id for p in retriever.read_further(["Born Free"], "lions", {})] == ["Born Free#0"]
+
+
+def test_a_reject_naming_subjects_asks_to_read_them_further():
+    message = reject()
+    message.payload["subjects"] = ["Mara Lind"]
+    (request,) = RetrieverAgent(index(), None).read([message])
+    assert request.further == ("Mara Lind",)

@@ -47,8 +47,13 @@ def _terms(text: str) -> set[str]:
     return {w[:5] for w in _WORD.findall(strip_accents(text).lower()) if w not in _STOPWORDS and len(w) > 2 or w.isdigit()}
 
 
-def focus(text: str, query: str, limit: int) -> str:
-    """The passage on one line, cut to at most about ``limit`` characters of the sentences that matter to ``query``."""
+def focus(text: str, query: str, limit: int, shown: str = "") -> str:
+    """The passage on one line, cut to at most about ``limit`` characters of the sentences that matter to ``query``.
+
+    A passage read again (``shown``: what was read of it before) shows the sentences the first
+    view cut before those it showed: a step whose answer failed its check reads its subject's
+    article further, where a birthplace or an employer is often told after the dates.
+    """
     line = " ".join(text.split())
     if len(line) <= limit:
         return line
@@ -58,9 +63,11 @@ def focus(text: str, query: str, limit: int) -> str:
     terms = [_terms(s) for s in parts]
     wanted = {w for w in _terms(query) if not _shared(terms[0], {w})}  # words already shown guide nothing
     overlap = [_shared(t, wanted) for t in terms]
+    seen = " ".join(shown.split())
     chosen, budget = {0}, limit - len(parts[0])
-    # the sentences sharing most words with the query first, then the rest in order, while they fit
-    order = sorted(range(1, len(parts)), key=lambda i: (-overlap[i], i))
+    # (unread sentences first,) the sentences sharing most words with the query first, then the rest in
+    # order, while they fit
+    order = sorted(range(1, len(parts)), key=lambda i: (bool(seen) and parts[i] in seen, -overlap[i], i))
     for i in order:
         if len(parts[i]) + len(GAP) <= budget:
             chosen.add(i)

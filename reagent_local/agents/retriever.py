@@ -5,14 +5,18 @@ are fused by reciprocal rank. Knowledge-graph triples of the entities named in t
 sub-question come beside the passages, each with its provenance passage id. The
 retriever reads its inbox: a verifier's ``reject`` (the evidence did not yield a
 usable answer) makes it write a new query; a controller's ``challenge`` makes it
-search afresh without the passages the challenged answer came from.
+search afresh without the passages the challenged answer came from. A rejected step
+also reads its subject's own article again, further (the subject is the answer it builds
+on, or what the model said the failed answer was about): first the sentences the first
+view cut.
 """
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from ..core.channel import Message
 from ..prompts import render_messages
@@ -23,6 +27,13 @@ from .focus import focus
 from .schemas import Reformulation
 
 AGENT = "retriever"
+_PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")  # "Ann Lee (director)" is an article about Ann Lee
+
+
+def _position(passage_id: str) -> int:
+    """A passage's place in its article (ids are "Title#n")."""
+    tail = passage_id.rsplit("#", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 class SearchIndex(Protocol):
@@ -41,6 +52,7 @@ class SearchRequest:
     exclude: tuple[str, ...] = ()
     restart: bool = False  # a challenge: the step is solved afresh
     keep: tuple[str, ...] = ()  # passage ids to read again beside new ones
+    further: tuple[str, ...] = ()  # subjects whose own article is read further (the sentences not read yet)
 
 
 class RetrieverAgent:
@@ -68,23 +80,57 @@ class RetrieverAgent:
         pool.shutdown(wait=False)
 
     def retrieve(self, query: str, *, exclude: Iterable[str] = (), seen: Iterable[str] = (),
-                 keep: Sequence[EvidencePassage] = (), prefetched: bool = False) -> Evidence:
+                 keep: Sequence[EvidencePassage] = (), prefetched: bool = False,
+                 further: Sequence[str] = (), shown: Mapping[str, str] | None = None) -> Evidence:
         """Top passages for the query, skipping excluded passage ids, plus graph facts.
 
         A step that searches again reads what it has not read yet: passages in ``seen`` rank after
-        every other hit, and ``keep`` (passages an unsure answer came from) close the list.
+        every other hit, and ``keep`` (passages an unsure answer came from) close the list. The
+        articles of the ``further`` subjects come first, what ``shown`` (passage id -> the text
+        read of it before) left out shown first.
         """
         excluded, already = set(exclude), set(seen)
         future = self._prefetched.pop(query, None) if prefetched and not excluded and not already else None
         if future is not None:
             return future.result()
-        kept = [p for p in keep if p.id not in excluded][: self.top_k - 1]
-        room = self.top_k - len(kept)
+        ahead = self.read_further(further, query, shown or {}, excluded)[: self.top_k - 1]
+        kept = [p for p in keep if p.id not in excluded and p.id not in {a.id for a in ahead}]
+        kept = kept[: max(0, self.top_k - 1 - len(ahead))]
+        room = self.top_k - len(kept) - len(ahead)
+        taken = {p.id for p in (*kept, *ahead)}
         hits = self.index.search(query, k=self.top_k + len(excluded) + len(already), mode=self.mode)
-        hits = [h for h in hits if h.passage.id not in excluded and h.passage.id not in {p.id for p in kept}]
+        hits = [h for h in hits if h.passage.id not in excluded and h.passage.id not in taken]
         hits.sort(key=lambda h: h.passage.id in already)  # stable: unread first, each group in rank order
         passages = [self._passage(hit, query) for hit in hits[:room]]
-        return Evidence(query=query, passages=tuple(passages + kept), facts=self._facts(query))
+        return Evidence(query=query, passages=tuple(ahead + passages + kept), facts=self._facts(query))
+
+    def read_further(self, subjects: Sequence[str], query: str, shown: Mapping[str, str],
+                     excluded: Collection[str] = ()) -> list[EvidencePassage]:
+        """The subjects' own articles, focused on ``query`` within ``passage_chars``: the first sentence (who
+        or what the subject is), then the sentences the earlier views (``shown``) cut, then the others."""
+        out: list[EvidencePassage] = []
+        for subject in dict.fromkeys(s for s in subjects if s.strip()):
+            for hit in self.own_article(subject):
+                passage = hit.passage
+                if passage.id in excluded or any(p.id == passage.id for p in out):
+                    continue
+                text = focus(passage.text, query, self.passage_chars, shown=shown.get(passage.id, ""))
+                out.append(EvidencePassage(passage.id, passage.title, text, float(hit.score),
+                                           suspicious=looks_like_instruction(passage.text)))
+        return out
+
+    def own_article(self, subject: str, depth: int = 8) -> list[Any]:
+        """The passages of the article titled ``subject`` ("Ann Lee" finds "Ann Lee (director)" too), in
+        their order in the article; none when no article among the name's top hits bears the name."""
+        name = normalize(subject)
+        if not name:
+            return []
+        hits = self.index.search(subject, k=depth, mode="sparse")
+        titled = [h for h in hits if normalize(_PARENTHESIS.sub("", h.passage.title)) == name]
+        if not titled:
+            return []
+        title = titled[0].passage.title  # the best-ranked article of that name; its other passages follow it
+        return sorted((h for h in titled if h.passage.title == title), key=lambda h: _position(h.passage.id))
 
     def _passage(self, hit: Any, query: str) -> EvidencePassage:
         text = (focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars)) if self.focus_chars
@@ -128,7 +174,8 @@ class RetrieverAgent:
                 query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"],
                                          tried=body.get("tried", [body["query"]]))
                 requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ())),
-                                              keep=tuple(body.get("keep", ()))))
+                                              keep=tuple(body.get("keep", ())),
+                                              further=tuple(body.get("subjects", ()))))
             elif message.type == "challenge" and "step" in body:
                 requests.append(SearchRequest(body["step"], body["question"], tuple(body.get("exclude", ())),
                                               restart=True))
