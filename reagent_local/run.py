@@ -160,11 +160,11 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         self.calls.budget.check()
         step.excluded |= set(exclude)
         step.query = query
-        read = {p.id: p for a in step.attempts for p in a.evidence.passages}
-        shown: dict[str, str] = {}
-        for attempt in step.attempts:
-            for p in attempt.evidence.passages:
-                shown[p.id] = f"{shown.get(p.id, '')} {p.text}"
+        read: dict[str, EvidencePassage] = {}
+        shown: dict[str, str] = {}  # passage id -> every view of it the step read
+        for p in (p for a in step.attempts for p in a.evidence.passages):
+            read[p.id] = p
+            shown[p.id] = f"{shown.get(p.id, '')} {p.text}"
         step.evidence = self.team.retriever.retrieve(query, exclude=step.excluded, seen=step.seen,
                                                      keep=[read[i] for i in keep if i in read], prefetched=prefetched,
                                                      further=further, shown=shown)

@@ -42,6 +42,12 @@ def event_types(log, run_id):
     return [e.type for e in log.events(run_id)]
 
 
+def step_evidence(log, run_id, step):
+    """The passages of every retriever message for one step, in order (a retry's come after the first)."""
+    return [e.payload["payload"]["passages"] for e in log.events(run_id)
+            if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == step]
+
+
 def test_two_hop_question_without_conflict(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
@@ -97,8 +103,7 @@ def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer")
     answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
-    shown = [[p["id"] for p in e.payload["payload"]["passages"]] for e in log.events(answer.run_id)
-             if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == 0]
+    shown = [[p["id"] for p in passages] for passages in step_evidence(log, answer.run_id, 0)]
     # the retry read two other passages, after the article of the answer's subject, read again further
     assert len(shown) == 2 and shown[1][0] == "Blue Harbour#0" and not set(shown[0]) & set(shown[1][1:])
 
@@ -123,8 +128,7 @@ def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_t
     llm.add_rule({"answer": "Aarhus"}, schema="FinalAnswer")
     answer = pipeline(llm, idx, log).ask("Where was the director of the film Blue Harbour born?")
     assert answer.answer == "Aarhus"
-    evidence = [e.payload["payload"]["passages"] for e in log.events(answer.run_id)
-                if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == 1]
+    evidence = step_evidence(log, answer.run_id, 1)
     first, retry = evidence[0], evidence[-1]
     assert not any("Aarhus" in p.get("text", "") for p in first)  # the first view cut the birthplace
     assert retry[0]["id"] == "Mara Lind#0" and "Aarhus" in retry[0]["text"]  # the retry reads the bridge's article further
@@ -668,10 +672,9 @@ def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_pass
     # a rule decided the new chain from a sure, checked step, yet the whole question was read
     assert answer.roads is not None and answer.roads["chain"] == "Karin Berg"
     assert "the plan was made again" in answer.roads["reason"]
-    whole = [e.payload["payload"] for e in log.events(answer.run_id) if e.type == "message"
-             and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == "whole question"]
+    whole = step_evidence(log, answer.run_id, "whole question")
     # the first plan's page, which the whole question's own search does not rank, is read
-    assert len(whole) == 1 and "Blue Harbour (1998)" in [p["title"] for p in whole[0]["passages"]]
+    assert len(whole) == 1 and "Blue Harbour (1998)" in [p["title"] for p in whole[0]]
     assert answer.answer == "Ilse Lind" and answer.roads["winner"] == "whole question"
 
 

@@ -114,9 +114,7 @@ class RetrieverAgent:
                 passage = hit.passage
                 if passage.id in excluded or any(p.id == passage.id for p in out):
                     continue
-                text = focus(passage.text, query, self.passage_chars, shown=shown.get(passage.id, ""))
-                out.append(EvidencePassage(passage.id, passage.title, text, float(hit.score),
-                                           suspicious=looks_like_instruction(passage.text)))
+                out.append(self._passage(hit, query, shown=shown.get(passage.id, "")))
         return out
 
     def own_article(self, subject: str, depth: int = 8) -> list[Any]:
@@ -132,9 +130,15 @@ class RetrieverAgent:
         title = titled[0].passage.title  # the best-ranked article of that name; its other passages follow it
         return sorted((h for h in titled if h.passage.title == title), key=lambda h: _position(h.passage.id))
 
-    def _passage(self, hit: Any, query: str) -> EvidencePassage:
-        text = (focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars)) if self.focus_chars
-                else flatten(hit.passage.text, self.passage_chars))
+    def _passage(self, hit: Any, query: str, *, shown: str | None = None) -> EvidencePassage:
+        """A hit as the reader sees it; one read again (``shown``: what was read of it) is focused within
+        ``passage_chars``, what was not read first."""
+        if shown is not None:
+            text = focus(hit.passage.text, query, self.passage_chars, shown=shown)
+        elif self.focus_chars:
+            text = focus(hit.passage.text, query, min(self.focus_chars, self.passage_chars))
+        else:
+            text = flatten(hit.passage.text, self.passage_chars)
         return EvidencePassage(hit.passage.id, hit.passage.title, text, float(hit.score),
                                suspicious=looks_like_instruction(hit.passage.text))
 
