@@ -142,6 +142,14 @@ def test_a_query_already_tried_is_not_sent_again():
     assert retriever.reformulate("Who directed Blue Harbour?", "Blue Harbour", "x", hints, tried=[widened]) is None
 
 
+def test_an_unusable_reformulation_widens_the_question_instead_of_ending_the_run():
+    llm = ScriptedLLM()
+    llm.add_rule('{"query": "Blue Harbour 1998 film dir', schema="Reformulation")  # cut mid-object
+    retriever = RetrieverAgent(index(), caller(llm))
+    query = retriever.reformulate("Who directed Blue Harbour?", "Blue Harbour", "x", ["Mara Lind"])
+    assert query == "Who directed Blue Harbour? Mara Lind"
+
+
 def test_a_rejected_step_reads_its_subjects_article_further():
     idx = InMemoryIndex()
     idx.add("Ada Vesi (director)", "Ada Vesi (born 3 May 1950) is a Finnish film director known for short films. "

@@ -105,6 +105,19 @@ def test_close_roads_are_settled_by_one_grammar_bound_choice():
     assert request.messages[-1]["content"].endswith("Choose the answer the passages support: 'X' or 'Y'")
 
 
+def test_an_unusable_choice_leaves_the_surer_road_standing():
+    from reagent_local.testing import ScriptedLLM
+
+    from roles_support import caller, evidence
+
+    llm = ScriptedLLM()
+    llm.add_rule('{"answer": "Y', schema="OptionAnswer")  # not JSON: the model was cut off
+    supervisor = Supervisor(ConflictChecker(), Controller(RuleSet()), caller(llm), margin=0.3)
+    verdict = supervisor.settle_roads("q?", road("chain", "X", 0.45), road("whole question", "Y", 0.4),
+                                      evidence(("A", "text")))
+    assert verdict.winner.name == "chain" and "unusable" in verdict.reason and len(llm.requests) == 1
+
+
 def test_a_chain_that_loses_is_rolled_back_at_its_weakest_step():
     with EventLog(":memory:") as log:
         ws = Workspace.start(log, "q", {})

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from ..core.channel import Message
+from ..errors import LLMOutputError
 from ..prompts import render_messages
 from ..text import normalize
 from . import PROMPTS, Caller
@@ -190,14 +191,17 @@ class RetrieverAgent:
         """A new query for the sub-question, written by the model from what failed; None if none is new.
 
         A query already tried for the step is never sent again: when the model repeats
-        one, the question widened with the hints is tried instead.
+        one, or writes no usable query, the question widened with the hints is tried instead.
         """
         seen = {normalize(q) for q in (*tried, previous)}
         if self.call is None:
             return None if normalize(question) in seen else question
         messages = render_messages(PROMPTS, "reformulate", question=question, previous=previous,
                                    reason=reason, hints="; ".join(hints) or "none")
-        query = self.call(AGENT, messages, Reformulation, max_tokens=60).value.query.strip()
+        try:
+            query = self.call(AGENT, messages, Reformulation, max_tokens=60).value.query.strip()
+        except LLMOutputError:  # logged by the call; a new query is a help, not a need: widen the question instead
+            query = ""
         for option in (query, " ".join([question, *hints])[:300]):
             if option and normalize(option) not in seen:
                 return option

@@ -25,6 +25,7 @@ from ..core.channel import ConflictRecord
 from ..core.conflicts import ConflictChecker, minimal_conflict_set
 from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
+from ..errors import LLMOutputError
 from ..plan import SubQuestion, dependents
 from ..prompts import render_messages
 from . import PROMPTS, Caller
@@ -151,7 +152,13 @@ class Supervisor:
         # the whole question's own prompt with one line more: the model has just read it (its KV is reused)
         choice = f"{question}\nChoose the answer the passages support: {chain.answer!r} or {whole.answer!r}"
         messages = render_messages(PROMPTS, "answer", evidence=format_evidence(evidence), question=choice)
-        chosen = self.call(AGENT, messages, option_answer((chain.answer, whole.answer)), max_tokens=40).value.answer
+        try:
+            chosen = self.call(AGENT, messages, option_answer((chain.answer, whole.answer)), max_tokens=40).value.answer
+        except LLMOutputError as exc:  # logged by the call: the surer road stands, as without a model
+            winner, loser = (chain, whole) if lead >= 0 else (whole, chain)
+            return RoadsVerdict(winner, loser, f"both roads are in doubt; the model's choice was unusable "
+                                               f"({str(exc).splitlines()[0]}), so the surer {winner.name} answer "
+                                               f"stands", judged=True)
         winner, loser = (chain, whole) if chosen == chain.answer else (whole, chain)
         return RoadsVerdict(winner, loser, f"both roads are in doubt; asked to choose, the model took the "
                                            f"{winner.name} answer", judged=True)
