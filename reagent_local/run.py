@@ -37,6 +37,7 @@ from .plan import Plan
 from .roads import FALLBACK, SecondRoad
 from .steps import Step
 from .team import Team
+from .text import normalize
 
 
 class QuestionRun(GlobalBacktracking, SecondRoad):
@@ -178,7 +179,7 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         checkpoint = self.ws.checkpoint(f"before {step.label}" + (f" (retry {len(step.attempts)})" if step.attempts else ""))
         attempt = verifier.examine(self._candidate(step, evidence), evidence, query=step.query,
                                    held=self.ws.local_state(VERIFIER), facts=graph_facts(evidence),
-                                   rejected=step.rejected)
+                                   rejected=step.rejected, about=self._about(step))
         step.attempts.append(attempt)
         held = self._hold(VERIFIER, attempt.statement)  # tentative: a retry takes it back
         retries = min(1, self.settings.max_backtrack_depth) if step.fresh else self.settings.max_backtrack_depth
@@ -197,8 +198,8 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         self.ws.rollback_local(VERIFIER, checkpoint.id, "; ".join(decision.reasons))
         self.backtracks["local"] += 1
         # named apart so a benchmark record says which local signal sent the step back
-        self._signal("low-confidence" if attempt.check.ok else "check-failed", True, "; ".join(decision.reasons),
-                     step=step.index)
+        signal = "low-confidence" if attempt.check.ok else "off-subject" if attempt.check.sound else "check-failed"
+        self._signal(signal, True, "; ".join(decision.reasons), step=step.index)
         if isinstance(decision, Retry):
             self._post("reject", VERIFIER, (RETRIEVER,), {
                 "step": step.index, "answer": attempt.candidate.answer, "reason": "; ".join(decision.reasons),
@@ -208,6 +209,14 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
                 "subjects": self._subjects(step, attempt)}, [held])
         elif isinstance(decision, GiveUp):
             self._override(step)
+
+    def _about(self, step: Step) -> tuple[str, ...]:
+        """The answers the step builds on ("Where was #1 born?" asks about #1); none without local
+        backtracking, where nothing would act on a doubt."""
+        if not self.settings.local_backtracking:
+            return ()
+        built_on = (self.steps[k].answer for k in step.sub.depends_on)
+        return tuple(a for a in built_on if not is_unknown(a) and normalize(a) not in {"yes", "no"})
 
     def _subjects(self, step: Step, attempt: Any) -> list[str]:
         """What a rejected step asks about: the answers it builds on ("Where was #1 born?"), then the subject

@@ -134,6 +134,42 @@ def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_t
     assert retry[0]["id"] == "Mara Lind#0" and "Aarhus" in retry[0]["text"]  # the retry reads the bridge's article further
 
 
+def off_subject_run(log, backtracking: str):
+    """Step 2 asks where Mara Lind was born and first reads another director's birthplace."""
+    idx = InMemoryIndex()
+    idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")
+    idx.add("Mara Lind", "Mara Lind is a Danish film director. She was born in Aarhus.")
+    idx.add("Tom Hale", "Tom Hale is a film director. Where was he born? He was born in Odense.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Where was #1 born?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
+    llm.add_rule({"answer": "Odense", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
+                 schema="SubAnswer", times=1)  # found in Tom Hale's article, which never names Mara Lind
+    llm.add_rule({"query": "Mara Lind birthplace"}, schema="Reformulation")
+    llm.add_rule({"answer": "Aarhus", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
+                 schema="SubAnswer")
+    llm.add_rule(lambda messages, schema: {"answer": messages[-1]["content"].split("-> ")[-1].split()[0]},
+                 schema="FinalAnswer")
+    return pipeline(llm, idx, log, backtracking=backtracking).ask("Where was the director of Blue Harbour born?")
+
+
+def test_an_answer_read_from_a_passage_that_never_names_the_bridge_is_read_again_from_its_article(log):
+    answer = off_subject_run(log, "both")
+    assert answer.answer == "Aarhus" and "off-subject" in answer.signals
+    first, retry = step_evidence(log, answer.run_id, 1)[0], step_evidence(log, answer.run_id, 1)[-1]
+    assert "Tom Hale#0" in [p["id"] for p in first]
+    assert retry[0]["id"] == "Mara Lind#0"  # the retry reads the bridge entity's own article first
+    (doubt,) = [e for e in log.events(answer.run_id) if e.type == "signal" and e.payload["signal"] == "off-subject"]
+    assert "never names 'Mara Lind'" in doubt.payload["detail"]
+
+
+def test_without_local_backtracking_an_off_subject_answer_stands_and_is_not_doubted(log):
+    answer = off_subject_run(log, "none")
+    assert answer.answer == "Odense" and answer.signals == () and not answer.subquestions[1].uncertain
+
+
 def test_global_conflict_rolls_back_to_before_the_second_claim(log):
     llm = olympics_llm(("Los Angeles",), wrong_state=False)
     answer = pipeline(llm, olympics_index(), log).ask(OLYMPICS_Q)

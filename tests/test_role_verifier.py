@@ -24,10 +24,10 @@ def verifier(llm=None, rules=("all",), min_confidence: float = 0.0) -> Verifier:
     return Verifier(caller(llm or ScriptedLLM()), ConflictChecker(), RuleSet(rules), min_confidence=min_confidence)
 
 
-def attempt(answer: str, cited: int = 0, *, relation: str = "director", held=(), rejected=()):
+def attempt(answer: str, cited: int = 0, *, relation: str = "director", held=(), rejected=(), about=()):
     agent = verifier()
     candidate = Candidate(0, QUESTION, answer, (EVIDENCE.passages[cited],), "Blue Harbour", relation)
-    return agent.examine(candidate, EVIDENCE, query=QUESTION, held=held, rejected=rejected)
+    return agent.examine(candidate, EVIDENCE, query=QUESTION, held=held, rejected=rejected, about=about)
 
 
 def test_grounding_and_instruction_checks():
@@ -137,3 +137,34 @@ def test_an_unsure_answers_passages_are_kept_for_the_retry_a_failed_ones_are_not
     assert isinstance(retry, Retry) and retry.keep == (EVIDENCE.passages[0].id,)
     failed = agent.decide([unsure("Tom Hale", 0.9)], retries=2, local=True)
     assert isinstance(failed, Retry) and failed.keep == ()
+
+
+def test_an_unusable_judgement_is_no_conflict_and_says_why():
+    from reagent_local.agents.verifier import LLMJudge
+
+    llm = ScriptedLLM()
+    llm.add_rule('{"contradict": tr', schema="ConflictJudgement")  # cut off: not JSON
+    a = make_statement("Blue Harbour was directed by Mara Lind.", agent="verifier")
+    b = make_statement("Blue Harbour was directed by Tom Hale.", agent="verifier")
+    verdict = LLMJudge(caller(llm)).judge(a, b)
+    assert not verdict.conflict and "unusable" in verdict.reason
+
+
+def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_then_stands():
+    agent = verifier()
+    doubted = attempt("Tom Hale", cited=1, relation="other", about=["Blue Harbour"])
+    named = attempt("Mara Lind", cited=0, about=["Blue Harbour"])  # its passage names Blue Harbour
+    assert named.check.ok and not named.check.doubts
+    assert doubted.check.sound and not doubted.check.ok
+    assert doubted.check.doubts == ("the answer was read from Harbour Lights, which never names 'Blue Harbour'",)
+    retry = agent.decide([doubted], retries=1, local=True)
+    assert isinstance(retry, Retry) and retry.reasons == doubted.check.doubts and retry.keep == ()
+    # the retry read the same thing again: a doubt is no failure, so the answer stands instead of giving up
+    assert agent.decide([doubted, doubted], retries=1, local=True).attempt is doubted
+    # a retry that fails a check leaves the doubted answer standing; one that passes replaces it
+    failed = attempt("Tom Hale", cited=0, relation="other", about=["Blue Harbour"])
+    assert not failed.check.sound and agent.decide([doubted, failed], retries=1, local=True).attempt is doubted
+    assert agent.decide([doubted, named], retries=1, local=True).attempt is named
+    # without local backtracking nothing acts on a doubt: the answer stands, not marked uncertain
+    kept = agent.decide([doubted], retries=1, local=False)
+    assert isinstance(kept, Accept) and not kept.uncertain

@@ -18,6 +18,7 @@ from ..core.channel import Message
 from ..core.conflicts import ConflictChecker, Verdict, check_against_facts
 from ..core.knowledge import Statement, make_statement
 from ..core.relations import ALL_RELATIONS
+from ..errors import LLMOutputError
 from ..prompts import render_messages
 from ..rules import RuleSet, answer_type_problem
 from ..text import normalize
@@ -64,14 +65,22 @@ class Check:
     kg_conflicts: tuple[tuple[Statement, Verdict], ...] = ()
     kg_supports: tuple[Statement, ...] = ()
     own_conflicts: tuple[tuple[Statement, Verdict], ...] = field(default=())
+    # reasons to read again that do not make the answer wrong (it was read from another article than the
+    # one the step asks about): a retry is worth one call, and the answer still stands if the retry fails
+    doubts: tuple[str, ...] = ()
+
+    @property
+    def sound(self) -> bool:
+        """No check failed (doubts allowed)."""
+        return not self.problems and not self.kg_conflicts and not self.own_conflicts
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.kg_conflicts and not self.own_conflicts
+        return self.sound and not self.doubts
 
     def reasons(self) -> list[str]:
-        """Every problem as one readable reason."""
-        reasons = list(self.problems)
+        """Every problem and doubt as one readable reason."""
+        reasons = list(self.problems) + list(self.doubts)
         reasons += [f"contradicts the infobox fact {f.text!r}" for f, _ in self.kg_conflicts]
         reasons += [f"contradicts verified {h.text!r}: {v.reason}" for h, v in self.own_conflicts]
         return reasons
@@ -139,7 +148,10 @@ class LLMJudge:
 
     def judge(self, a: Statement, b: Statement) -> Verdict:
         messages = render_messages(PROMPTS, "judge", a=a.text, b=b.text)
-        result = self.call(AGENT, messages, ConflictJudgement, max_tokens=16)
+        try:
+            result = self.call(AGENT, messages, ConflictJudgement, max_tokens=16)
+        except LLMOutputError as exc:  # logged by the call; no verdict is no conflict, said so in the reason
+            return Verdict(False, f"LLM judge: output unusable ({str(exc).splitlines()[0]})")
         return Verdict(result.value.contradict, "LLM judge: " + ("contradict" if result.value.contradict else "compatible"))
 
 
@@ -196,17 +208,20 @@ class Verifier:
         return read_passages(self.call, AGENT, index, question, evidence, rejected)
 
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
-                facts: Iterable[Statement] = (), rejected: Iterable[str] = ()) -> Attempt:
-        """Check a candidate (against ``held``, its own statements, and graph ``facts``) and score it."""
-        check = self.check(candidate, evidence, verified=held, facts=facts)
+                facts: Iterable[Statement] = (), rejected: Iterable[str] = (), about: Sequence[str] = ()) -> Attempt:
+        """Check a candidate (against ``held``, its own statements, and graph ``facts``) and score it;
+        ``about``: what the step asks about (the answers it builds on)."""
+        check = self.check(candidate, evidence, verified=held, facts=facts, about=about)
         if candidate.answer in set(rejected):
             check = Check(check.problems + (f"{candidate.answer!r} was discarded by the supervisor",),
-                          check.kg_conflicts, check.kg_supports, check.own_conflicts)
+                          check.kg_conflicts, check.kg_supports, check.own_conflicts, check.doubts)
         return Attempt(query, evidence, candidate, check, confidence_of(candidate, evidence, check))
 
     def check(self, candidate: Candidate, evidence: Evidence, *, verified: Sequence[Statement] = (),
-              facts: Iterable[Statement] = ()) -> Check:
-        """Deterministic checks, then graph facts, then the verifier's own verified statements."""
+              facts: Iterable[Statement] = (), about: Sequence[str] = ()) -> Check:
+        """Deterministic checks, then graph facts, then the verifier's own verified statements; a doubt when
+        the answer was read from passages that never name what the step asks about (``about``): "Where was
+        #1 born?" answered from another person's article."""
         problems: list[str] = []
         if is_unknown(candidate.answer):
             return Check(problems=("no passage answers the question",))
@@ -235,7 +250,12 @@ class Verifier:
                 verdict = self.checker.conflict(held, statement)
                 if verdict.conflict and not values_agree(held.value or "", statement.value or ""):
                     own.append((held, verdict))
-        return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own))
+        doubts = ()
+        cited_texts = [f"{p.title}: {p.text}" for p in candidate.cited]
+        if cited_texts and not is_yes_no and about and not any(grounded_in(a, cited_texts) for a in about):
+            read_from = ", ".join(dict.fromkeys(p.title for p in candidate.cited))
+            doubts = (f"the answer was read from {read_from}, which never names {about[0]!r}",)
+        return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own), doubts)
 
     def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool) -> Decision:
         """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
@@ -247,7 +267,8 @@ class Verifier:
         """
         last = attempts[-1]
         check, statement = last.check, last.statement
-        checked = [a for a in attempts if a.check.ok]
+        # the answers that passed their checks; failing those, the ones that only raised a doubt
+        checked = [a for a in attempts if a.check.ok] or [a for a in attempts if a.check.sound]
         verdict = normalize(last.candidate.answer) in {"yes", "no"}
         if check.ok and (last.confidence >= self.min_confidence or verdict or not local):
             return Accept(last)
@@ -255,8 +276,8 @@ class Verifier:
                 held.confidence < statement.confidence for held, _ in check.own_conflicts):
             # it only contradicts older, weaker answers of this step: those go, this one stays
             return Accept(last, retract=tuple(held for held, _ in check.own_conflicts))
-        if not local:
-            return Accept(last, uncertain=True)  # the ablation without local backtracking keeps the first answer
+        if not local:  # the ablation without local backtracking keeps the first answer (a doubt is no failure)
+            return Accept(last, uncertain=not check.sound)
         unsure = check.ok and last.confidence < self.min_confidence
         reasons = tuple(check.reasons()) or (f"the model is unsure of {last.candidate.answer!r} "
                                              f"(confidence {last.confidence:.2f})",)
