@@ -155,6 +155,7 @@ def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_th
     doubted = attempt("Tom Hale", cited=1, relation="other", about=["Blue Harbour"])
     named = attempt("Mara Lind", cited=0, about=["Blue Harbour"])  # its passage names Blue Harbour
     assert named.check.ok and not named.check.doubts
+    assert attempt("Mara Lind", cited=0, about=["Ann Berg and Blue Harbour"]).check.ok  # one of a list is named
     assert doubted.check.sound and not doubted.check.ok
     assert doubted.check.doubts == ("the answer was read from Harbour Lights, which never names 'Blue Harbour'",)
     retry = agent.decide([doubted], retries=1, local=True)

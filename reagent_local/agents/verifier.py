@@ -11,6 +11,7 @@ to the LLM judge. The verifier's decision on a step's attempts is a value:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, Union
 
@@ -27,6 +28,7 @@ from .evidence import Evidence, EvidencePassage, format_evidence, grounded_in, i
 from .schemas import ConflictJudgement, SubAnswer
 
 AGENT = "verifier"
+_LIST_PARTS = re.compile(r",\s*|\s+and\s+|\s*&\s*")  # the names in an answer that lists several
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,8 @@ class Verifier:
                     own.append((held, verdict))
         doubts = ()
         cited_texts = [f"{p.title}: {p.text}" for p in candidate.cited]
-        if cited_texts and not is_yes_no and about and not any(grounded_in(a, cited_texts) for a in about):
+        named = (part for a in about for part in _LIST_PARTS.split(a) if part.strip())  # "A and B": either
+        if cited_texts and not is_yes_no and about and not any(grounded_in(part, cited_texts) for part in named):
             read_from = ", ".join(dict.fromkeys(p.title for p in candidate.cited))
             doubts = (f"the answer was read from {read_from}, which never names {about[0]!r}",)
         return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own), doubts)
