@@ -21,7 +21,7 @@ from .agents.decomposer import AGENT as DECOMPOSER
 from .agents.evidence import Evidence, EvidencePassage, evidence_payload, is_unknown
 from .agents.retriever import AGENT as RETRIEVER
 from .agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict
-from .agents.verifier import AGENT as VERIFIER, Accept, Candidate, GiveUp, Retry, graph_facts
+from .agents.verifier import AGENT as VERIFIER, Accept, BuiltOn, Candidate, GiveUp, Retry, graph_facts
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
@@ -210,13 +210,20 @@ class QuestionRun(GlobalBacktracking, SecondRoad):
         elif isinstance(decision, GiveUp):
             self._override(step)
 
-    def _about(self, step: Step) -> tuple[str, ...]:
-        """The answers the step builds on ("Where was #1 born?" asks about #1); none without local
-        backtracking, where nothing would act on a doubt."""
+    def _about(self, step: Step) -> tuple[BuiltOn, ...]:
+        """The answers the step builds on ("Where was #1 born?" asks about #1), where each was read and its
+        own article; none without local backtracking, where nothing would act on a doubt."""
         if not self.settings.local_backtracking:
             return ()
-        built_on = (self.steps[k].answer for k in step.sub.depends_on)
-        return tuple(a for a in built_on if not is_unknown(a) and normalize(a) not in {"yes", "no"})
+        about = []
+        for k in step.sub.depends_on:
+            earlier = self.steps[k]
+            if is_unknown(earlier.answer) or normalize(earlier.answer) in {"yes", "no"}:
+                continue
+            article = self.team.retriever.own_article(earlier.answer)
+            about.append(BuiltOn(earlier.answer, frozenset(p.id for p in earlier.cited),
+                                 article[0].passage.title if article else ""))
+        return tuple(about)
 
     def _subjects(self, step: Step, attempt: Any) -> list[str]:
         """What a rejected step asks about: the answers it builds on ("Where was #1 born?"), then the subject

@@ -165,6 +165,26 @@ def test_an_answer_read_from_a_passage_that_never_names_the_bridge_is_read_again
     assert "never names 'Mara Lind'" in doubt.payload["detail"]
 
 
+def test_an_answer_read_where_the_bridge_was_found_is_read_again_from_the_bridges_own_article(log):
+    idx = InMemoryIndex()
+    idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind for Nordisk Film.")
+    idx.add("Mara Lind (director)", "Mara Lind is a Danish film director. She teaches at the Film School.")
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Where does #1 work?"]},
+                 schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
+    llm.add_rule({"answer": "Nordisk Film", "passages": [1], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", times=1)  # read from the film's article, where Mara Lind was found
+    llm.add_rule({"query": "Mara Lind work"}, schema="Reformulation")
+    llm.add_rule({"answer": "the Film School", "passages": [1], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer")
+    llm.add_rule({"answer": "the Film School"}, schema="FinalAnswer")
+    answer = pipeline(llm, idx, log).ask("Where does the director of Blue Harbour work?")
+    assert answer.answer == "the Film School" and "off-subject" in answer.signals
+    assert step_evidence(log, answer.run_id, 1)[-1][0]["id"] == "Mara Lind (director)#0"
+
+
 def test_without_local_backtracking_an_off_subject_answer_stands_and_is_not_doubted(log):
     answer = off_subject_run(log, "none")
     assert answer.answer == "Odense" and answer.signals == () and not answer.subquestions[1].uncertain

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reagent_local.agents.evidence import grounded_in, is_unknown, looks_like_instruction
-from reagent_local.agents.verifier import Accept, Candidate, GiveUp, Retry, Verifier
+from reagent_local.agents.verifier import Accept, BuiltOn, Candidate, GiveUp, Retry, Verifier, off_subject
 from reagent_local.core.channel import Message
 from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
@@ -152,10 +152,10 @@ def test_an_unusable_judgement_is_no_conflict_and_says_why():
 
 def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_then_stands():
     agent = verifier()
-    doubted = attempt("Tom Hale", cited=1, relation="other", about=["Blue Harbour"])
-    named = attempt("Mara Lind", cited=0, about=["Blue Harbour"])  # its passage names Blue Harbour
+    doubted = attempt("Tom Hale", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
+    named = attempt("Mara Lind", cited=0, about=[BuiltOn("Blue Harbour")])  # its passage names Blue Harbour
     assert named.check.ok and not named.check.doubts
-    assert attempt("Mara Lind", cited=0, about=["Ann Berg and Blue Harbour"]).check.ok  # one of a list is named
+    assert attempt("Mara Lind", cited=0, about=[BuiltOn("Ann Berg and Blue Harbour")]).check.ok  # one of a list is named
     assert doubted.check.sound and not doubted.check.ok
     assert doubted.check.doubts == ("the answer was read from Harbour Lights, which never names 'Blue Harbour'",)
     retry = agent.decide([doubted], retries=1, local=True)
@@ -163,9 +163,19 @@ def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_th
     # the retry read the same thing again: a doubt is no failure, so the answer stands instead of giving up
     assert agent.decide([doubted, doubted], retries=1, local=True).attempt is doubted
     # a retry that fails a check leaves the doubted answer standing; one that passes replaces it
-    failed = attempt("Tom Hale", cited=0, relation="other", about=["Blue Harbour"])
+    failed = attempt("Tom Hale", cited=0, relation="other", about=[BuiltOn("Blue Harbour")])
     assert not failed.check.sound and agent.decide([doubted, failed], retries=1, local=True).attempt is doubted
     assert agent.decide([doubted, named], retries=1, local=True).attempt is named
     # without local backtracking nothing acts on a doubt: the answer stands, not marked uncertain
     kept = agent.decide([doubted], retries=1, local=False)
     assert isinstance(kept, Accept) and not kept.uncertain
+
+
+def test_an_answer_read_where_the_bridge_was_found_is_doubted_when_the_bridge_has_its_own_article():
+    film, person = EVIDENCE.passages[0], EVIDENCE.passages[1]  # Blue Harbour (names Mara Lind), Harbour Lights
+    found_in_film = BuiltOn("Mara Lind", frozenset({film.id}), article="Mara Lind (director)")
+    assert off_subject((film,), [found_in_film]) == ("the answer was read from Blue Harbour, where 'Mara Lind' "
+                                                     "was found, not from the article on Mara Lind (director)")
+    assert off_subject((film,), [BuiltOn("Mara Lind", frozenset({film.id}))]) is None  # no article of her own
+    assert off_subject((film,), [BuiltOn("Mara Lind", frozenset({person.id}), "Mara Lind")]) is None  # read elsewhere
+    assert off_subject((film,), []) is None and off_subject((), [found_in_film]) is None

@@ -60,6 +60,15 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class BuiltOn:
+    """An earlier answer a step builds on ("Where was #1 born?"): where it was read, and its own article."""
+
+    answer: str
+    read_from: frozenset[str] = frozenset()  # ids of the passages the answer was read from
+    article: str = ""  # the title of the answer's own article, when the index has one
+
+
+@dataclass(frozen=True)
 class Check:
     """What the checks found wrong with a candidate."""
 
@@ -178,6 +187,28 @@ def read_passages(call: Caller, agent: str, index: int, question: str, evidence:
                      result.call.span_probability(value.answer))
 
 
+def off_subject(cited: Sequence[EvidencePassage], about: Sequence[BuiltOn]) -> str | None:
+    """Why an answer to a step that builds on earlier answers was read in the wrong place, if it was:
+
+    - its passages never name what the step asks about ("Where was #1 born?" answered from another
+      person's article);
+    - it was read from the very passage the earlier answer came from, although that answer has an
+      article of its own ("Where does #1 work?" answered from the film that names its director #1).
+    """
+    if not cited or not about:
+        return None
+    titles = ", ".join(dict.fromkeys(p.title for p in cited))
+    texts = [f"{p.title}: {p.text}" for p in cited]
+    names = [part for b in about for part in _LIST_PARTS.split(b.answer) if part.strip()]  # "A and B": either
+    if not any(grounded_in(name, texts) for name in names):
+        return f"the answer was read from {titles}, which never names {about[0].answer!r}"
+    for built_on in about:
+        if built_on.article and all(p.id in built_on.read_from and p.title != built_on.article for p in cited):
+            return (f"the answer was read from {titles}, where {built_on.answer!r} was found, not from the "
+                    f"article on {built_on.article}")
+    return None
+
+
 def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> float:
     """A confidence in [0, 1]: the model's own probability for the span (else the rank of its passage),
     raised by graph support, lowered by failed checks."""
@@ -210,7 +241,7 @@ class Verifier:
         return read_passages(self.call, AGENT, index, question, evidence, rejected)
 
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
-                facts: Iterable[Statement] = (), rejected: Iterable[str] = (), about: Sequence[str] = ()) -> Attempt:
+                facts: Iterable[Statement] = (), rejected: Iterable[str] = (), about: Sequence[BuiltOn] = ()) -> Attempt:
         """Check a candidate (against ``held``, its own statements, and graph ``facts``) and score it;
         ``about``: what the step asks about (the answers it builds on)."""
         check = self.check(candidate, evidence, verified=held, facts=facts, about=about)
@@ -220,10 +251,9 @@ class Verifier:
         return Attempt(query, evidence, candidate, check, confidence_of(candidate, evidence, check))
 
     def check(self, candidate: Candidate, evidence: Evidence, *, verified: Sequence[Statement] = (),
-              facts: Iterable[Statement] = (), about: Sequence[str] = ()) -> Check:
-        """Deterministic checks, then graph facts, then the verifier's own verified statements; a doubt when
-        the answer was read from passages that never name what the step asks about (``about``): "Where was
-        #1 born?" answered from another person's article."""
+              facts: Iterable[Statement] = (), about: Sequence[BuiltOn] = ()) -> Check:
+        """Deterministic checks, then graph facts, then the verifier's own verified statements, then whether
+        the answer was read where it should be (:func:`off_subject`)."""
         problems: list[str] = []
         if is_unknown(candidate.answer):
             return Check(problems=("no passage answers the question",))
@@ -252,13 +282,8 @@ class Verifier:
                 verdict = self.checker.conflict(held, statement)
                 if verdict.conflict and not values_agree(held.value or "", statement.value or ""):
                     own.append((held, verdict))
-        doubts = ()
-        cited_texts = [f"{p.title}: {p.text}" for p in candidate.cited]
-        named = (part for a in about for part in _LIST_PARTS.split(a) if part.strip())  # "A and B": either
-        if cited_texts and not is_yes_no and about and not any(grounded_in(part, cited_texts) for part in named):
-            read_from = ", ".join(dict.fromkeys(p.title for p in candidate.cited))
-            doubts = (f"the answer was read from {read_from}, which never names {about[0]!r}",)
-        return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own), doubts)
+        doubt = off_subject(candidate.cited, about) if not is_yes_no else None
+        return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own), (doubt,) if doubt else ())
 
     def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool) -> Decision:
         """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
