@@ -134,24 +134,29 @@ def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_t
     assert retry[0]["id"] == "Mara Lind#0" and "Aarhus" in retry[0]["text"]  # the retry reads the bridge's article further
 
 
+def bridge_retry_llm(second_step: str, first: str, retry: str, relation: str, query: str) -> ScriptedLLM:
+    """Step 1 finds Mara Lind, director of Blue Harbour; step 2 first answers ``first``, then ``retry``."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", second_step]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
+    llm.add_rule({"answer": first, "passages": [1], "subject": "Mara Lind", "relation": relation},
+                 schema="SubAnswer", times=1)
+    llm.add_rule({"query": query}, schema="Reformulation")
+    llm.add_rule({"answer": retry, "passages": [1], "subject": "Mara Lind", "relation": relation}, schema="SubAnswer")
+    llm.add_rule(lambda messages, schema: {"answer": retry if retry in messages[-1]["content"] else first},
+                 schema="FinalAnswer")
+    return llm
+
+
 def off_subject_run(log, backtracking: str):
     """Step 2 asks where Mara Lind was born and first reads another director's birthplace."""
     idx = InMemoryIndex()
     idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")
     idx.add("Mara Lind", "Mara Lind is a Danish film director. She was born in Aarhus.")
     idx.add("Tom Hale", "Tom Hale is a film director. Where was he born? He was born in Odense.")
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Where was #1 born?"]},
-                 schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
-    llm.add_rule({"answer": "Odense", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
-                 schema="SubAnswer", times=1)  # found in Tom Hale's article, which never names Mara Lind
-    llm.add_rule({"query": "Mara Lind birthplace"}, schema="Reformulation")
-    llm.add_rule({"answer": "Aarhus", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
-                 schema="SubAnswer")
-    llm.add_rule(lambda messages, schema: {"answer": messages[-1]["content"].split("-> ")[-1].split()[0]},
-                 schema="FinalAnswer")
+    # step 2 first reads Odense in Tom Hale's article, which never names Mara Lind
+    llm = bridge_retry_llm("Where was #1 born?", "Odense", "Aarhus", "birth_place", "Mara Lind birthplace")
     return pipeline(llm, idx, log, backtracking=backtracking).ask("Where was the director of Blue Harbour born?")
 
 
@@ -169,17 +174,8 @@ def test_an_answer_read_where_the_bridge_was_found_is_read_again_from_the_bridge
     idx = InMemoryIndex()
     idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind for Nordisk Film.")
     idx.add("Mara Lind (director)", "Mara Lind is a Danish film director. She teaches at the Film School.")
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Where does #1 work?"]},
-                 schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
-    llm.add_rule({"answer": "Nordisk Film", "passages": [1], "subject": "Mara Lind", "relation": "other"},
-                 schema="SubAnswer", times=1)  # read from the film's article, where Mara Lind was found
-    llm.add_rule({"query": "Mara Lind work"}, schema="Reformulation")
-    llm.add_rule({"answer": "the Film School", "passages": [1], "subject": "Mara Lind", "relation": "other"},
-                 schema="SubAnswer")
-    llm.add_rule({"answer": "the Film School"}, schema="FinalAnswer")
+    # step 2 first reads Nordisk Film in the film's article, where Mara Lind was found
+    llm = bridge_retry_llm("Where does #1 work?", "Nordisk Film", "the Film School", "other", "Mara Lind work")
     answer = pipeline(llm, idx, log).ask("Where does the director of Blue Harbour work?")
     assert answer.answer == "the Film School" and "off-subject" in answer.signals
     assert step_evidence(log, answer.run_id, 1)[-1][0]["id"] == "Mara Lind (director)#0"
