@@ -115,17 +115,9 @@ def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_t
             + "Lind grew up in Aarhus, where she was born.")
     for n in range(1, 4):  # other directors, so a new search has unread passages to offer
         idx.add(f"Lind {n}", f"Lind {n} is a director born in 19{n}0.")
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Where was #1 born?"]},
-                 schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Who directed the film Blue Harbour?")
-    llm.add_rule({"answer": "4 June 1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
-                 schema="SubAnswer", times=1)  # a date where a place is asked: the answer-type check fails
-    llm.add_rule({"query": "Mara Lind birthplace"}, schema="Reformulation")
-    llm.add_rule({"answer": "Aarhus", "passages": [1], "subject": "Mara Lind", "relation": "birth_place"},
-                 schema="SubAnswer", contains="It is not 4 June 1961")
-    llm.add_rule({"answer": "Aarhus"}, schema="FinalAnswer")
+    # a date where a place is asked: the answer-type check fails; the retry is told so
+    llm = bridge_retry_llm("Where was #1 born?", "4 June 1961", "Aarhus", "birth_place", "Mara Lind birthplace",
+                           retry_told="It is not 4 June 1961")
     answer = pipeline(llm, idx, log).ask("Where was the director of the film Blue Harbour born?")
     assert answer.answer == "Aarhus"
     evidence = step_evidence(log, answer.run_id, 1)
@@ -134,8 +126,12 @@ def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_t
     assert retry[0]["id"] == "Mara Lind#0" and "Aarhus" in retry[0]["text"]  # the retry reads the bridge's article further
 
 
-def bridge_retry_llm(second_step: str, first: str, retry: str, relation: str, query: str) -> ScriptedLLM:
-    """Step 1 finds Mara Lind, director of Blue Harbour; step 2 first answers ``first``, then ``retry``."""
+def bridge_retry_llm(second_step: str, first: str, retry: str, relation: str, query: str,
+                     retry_told: str | None = None) -> ScriptedLLM:
+    """Step 1 finds Mara Lind, director of Blue Harbour; step 2 first answers ``first``, then ``retry``.
+
+    With ``retry_told``, the retry answer is given only to a prompt that contains that text.
+    """
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", second_step]}, schema="Decomposition")
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
@@ -143,7 +139,8 @@ def bridge_retry_llm(second_step: str, first: str, retry: str, relation: str, qu
     llm.add_rule({"answer": first, "passages": [1], "subject": "Mara Lind", "relation": relation},
                  schema="SubAnswer", times=1)
     llm.add_rule({"query": query}, schema="Reformulation")
-    llm.add_rule({"answer": retry, "passages": [1], "subject": "Mara Lind", "relation": relation}, schema="SubAnswer")
+    llm.add_rule({"answer": retry, "passages": [1], "subject": "Mara Lind", "relation": relation},
+                 schema="SubAnswer", contains=retry_told)
     llm.add_rule(lambda messages, schema: {"answer": retry if retry in messages[-1]["content"] else first},
                  schema="FinalAnswer")
     return llm
