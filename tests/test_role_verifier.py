@@ -166,6 +166,13 @@ def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_th
     failed = attempt("Tom Hale", cited=0, relation="other", about=[BuiltOn("Blue Harbour")])
     assert not failed.check.sound and agent.decide([doubted, failed], retries=1, local=True).attempt is doubted
     assert agent.decide([doubted, named], retries=1, local=True).attempt is named
+    # a doubt earns one retry, whatever the budget: doubted again, the surest sound answer stands
+    elsewhere = attempt("Harbour Lights", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
+    assert elsewhere.check.doubts and elsewhere.check.sound
+    assert isinstance(agent.decide([doubted, elsewhere], retries=2, local=True), Accept)
+    ungrounded = attempt("Ann Berg", cited=0, relation="other", about=[BuiltOn("Blue Harbour")])
+    assert not ungrounded.check.sound  # a retry that fails a check is retried again while the budget lasts
+    assert isinstance(agent.decide([doubted, ungrounded], retries=2, local=True), Retry)
     # without local backtracking nothing acts on a doubt: the answer stands, not marked uncertain
     kept = agent.decide([doubted], retries=1, local=False)
     assert isinstance(kept, Accept) and not kept.uncertain

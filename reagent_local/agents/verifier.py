@@ -289,7 +289,9 @@ class Verifier:
         """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
 
         A checked span answer the model was unsure of (confidence below ``min_confidence``) is
-        retried once before anything is built on it; then the surest checked attempt stands. A yes or
+        retried once before anything is built on it; then the surest checked attempt stands. So is a doubted
+        answer (read from another article than the one its step asks about): one retry, then the surest
+        sound attempt stands, as a retry that reads elsewhere again seldom finds the answer. A yes or
         no is not: a two-way verdict's token probability says little (on the tune questions its retries
         mostly gave the same verdict again, and otherwise one fixed, one broken).
         """
@@ -310,7 +312,9 @@ class Verifier:
         reasons = tuple(check.reasons()) or (f"the model is unsure of {last.candidate.answer!r} "
                                              f"(confidence {last.confidence:.2f})",)
         repeated = sum(normalize(a.candidate.answer) == normalize(last.candidate.answer) for a in attempts) > 1
-        if checked and (len(attempts) > retries or repeated or unsure and len(checked) > 1):
+        # a doubt earns one retry: doubted a second time, the surest sound answer stands
+        doubted_again = check.doubts and check.sound and any(a.check.doubts and a.check.sound for a in attempts[:-1])
+        if checked and (len(attempts) > retries or repeated or unsure and len(checked) > 1 or doubted_again):
             return Accept(max(checked, key=lambda a: a.confidence))  # the surest answer that passed its checks
         if len(attempts) > retries or repeated:
             return GiveUp(last, reasons)  # new evidence gave the same rejected answer: more retries will not help
