@@ -313,7 +313,8 @@ class Verifier:
                                              f"(confidence {last.confidence:.2f})",)
         repeated = sum(normalize(a.candidate.answer) == normalize(last.candidate.answer) for a in attempts) > 1
         # a doubt earns one retry: doubted a second time, the surest sound answer stands
-        doubted_again = check.doubts and check.sound and any(a.check.doubts and a.check.sound for a in attempts[:-1])
+        doubted = [a.check.sound and bool(a.check.doubts) for a in attempts]
+        doubted_again = doubted[-1] and any(doubted[:-1])
         if checked and (len(attempts) > retries or repeated or unsure and len(checked) > 1 or doubted_again):
             return Accept(max(checked, key=lambda a: a.confidence))  # the surest answer that passed its checks
         if len(attempts) > retries or repeated:
