@@ -150,12 +150,15 @@ def test_an_unusable_judgement_is_no_conflict_and_says_why():
     assert not verdict.conflict and "unusable" in verdict.reason
 
 
+BLUE_HARBOUR = BuiltOn("Blue Harbour", article="Blue Harbour")  # a bridge with an article of its own
+
+
 def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_then_stands():
     agent = verifier()
-    doubted = attempt("Tom Hale", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
-    named = attempt("Mara Lind", cited=0, about=[BuiltOn("Blue Harbour")])  # its passage names Blue Harbour
+    doubted = attempt("Tom Hale", cited=1, relation="other", about=[BLUE_HARBOUR])
+    named = attempt("Mara Lind", cited=0, about=[BLUE_HARBOUR])  # its passage names Blue Harbour
     assert named.check.ok and not named.check.doubts
-    assert attempt("Mara Lind", cited=0, about=[BuiltOn("Ann Berg and Blue Harbour")]).check.ok  # one of a list is named
+    assert attempt("Mara Lind", cited=0, about=[BuiltOn("Ann Berg and Blue Harbour", article="Ann Berg")]).check.ok  # one of a list is named
     assert doubted.check.sound and not doubted.check.ok
     assert doubted.check.doubts == ("the answer was read from Harbour Lights, which never names 'Blue Harbour'",)
     retry = agent.decide([doubted], retries=1, local=True)
@@ -163,14 +166,14 @@ def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_th
     # the retry read the same thing again: a doubt is no failure, so the answer stands instead of giving up
     assert agent.decide([doubted, doubted], retries=1, local=True).attempt is doubted
     # a retry that fails a check leaves the doubted answer standing; one that passes replaces it
-    failed = attempt("Tom Hale", cited=0, relation="other", about=[BuiltOn("Blue Harbour")])
+    failed = attempt("Tom Hale", cited=0, relation="other", about=[BLUE_HARBOUR])
     assert not failed.check.sound and agent.decide([doubted, failed], retries=1, local=True).attempt is doubted
     assert agent.decide([doubted, named], retries=1, local=True).attempt is named
     # a doubt earns one retry, whatever the budget: doubted again, the surest sound answer stands
-    elsewhere = attempt("Harbour Lights", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
+    elsewhere = attempt("Harbour Lights", cited=1, relation="other", about=[BLUE_HARBOUR])
     assert elsewhere.check.doubts and elsewhere.check.sound
     assert isinstance(agent.decide([doubted, elsewhere], retries=2, local=True), Accept)
-    ungrounded = attempt("Ann Berg", cited=0, relation="other", about=[BuiltOn("Blue Harbour")])
+    ungrounded = attempt("Ann Berg", cited=0, relation="other", about=[BLUE_HARBOUR])
     assert not ungrounded.check.sound  # a retry that fails a check is retried again while the budget lasts
     assert isinstance(agent.decide([doubted, ungrounded], retries=2, local=True), Retry)
     # without local backtracking nothing acts on a doubt: the answer stands, not marked uncertain
@@ -186,3 +189,12 @@ def test_an_answer_read_where_the_bridge_was_found_is_doubted_when_the_bridge_ha
     assert off_subject((film,), [BuiltOn("Mara Lind", frozenset({film.id}))]) is None  # no article of her own
     assert off_subject((film,), [BuiltOn("Mara Lind", frozenset({person.id}), "Mara Lind")]) is None  # read elsewhere
     assert off_subject((film,), []) is None and off_subject((), [found_in_film]) is None
+
+
+def test_an_answer_from_a_passage_that_never_names_a_bridge_without_an_article_is_not_doubted():
+    person = EVIDENCE.passages[1]  # Harbour Lights, which never names Blue Harbour
+    assert off_subject((person,), [BLUE_HARBOUR]) is not None
+    # no article of its own to read instead: a retry would search the same passages again
+    assert off_subject((person,), [BuiltOn("Blue Harbour")]) is None
+    unread = attempt("Tom Hale", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
+    assert unread.check.ok and isinstance(verifier().decide([unread], retries=2, local=True), Accept)
