@@ -51,6 +51,42 @@ def test_numbered_migrations_upgrade_old_logs(tmp_path: Path, monkeypatch: pytes
     con.close()
 
 
+def test_migrations_commit_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log.duckdb"
+    broken = ("fails half way", ["ALTER TABLE no_such_table ADD COLUMN x INTEGER"])
+    monkeypatch.setattr(logmod, "MIGRATIONS", [*logmod.MIGRATIONS, broken])
+    with pytest.raises(duckdb.Error):
+        EventLog(path)
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT count(*) FROM information_schema.tables").fetchone()[0] == 0  # not even schema_version
+    con.close()
+
+
+@pytest.mark.parametrize("left_behind", ["an empty database", "an empty schema_version table", "a file of 0 bytes"])
+def test_a_log_whose_creation_was_cut_off_reads_as_empty_and_takes_writes(tmp_path: Path, left_behind: str) -> None:
+    # what a writer killed while creating the log can leave (older versions created schema_version
+    # before their first migration's transaction)
+    path = tmp_path / "log.duckdb"
+    if left_behind == "a file of 0 bytes":
+        path.write_bytes(b"")
+    else:
+        con = duckdb.connect(str(path))
+        if left_behind == "an empty schema_version table":
+            con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description VARCHAR, "
+                        "applied_at DOUBLE)")
+        con.close()
+    before = path.read_bytes()
+    with EventLog(path, read_only=True) as reader:
+        assert reader.runs() == [] and reader.schema_version == SCHEMA_VERSION
+        with pytest.raises(RunNotFoundError):
+            reader.get_run("r1")
+    assert path.read_bytes() == before  # a reader writes nothing
+    with EventLog(path) as writer:
+        run = writer.start_run("q", {})
+    with EventLog(path, read_only=True) as reader:
+        assert [r["run_id"] for r in reader.runs()] == [run]
+
+
 def test_run_life_cycle(tmp_path: Path) -> None:
     with EventLog(tmp_path / "log.duckdb") as log:
         run = log.start_run("Who?", {"llm": {"model": "m"}})

@@ -117,8 +117,18 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in str(exc).lower()
 
 
+def _never_written(path: Path) -> bool:
+    """A file of 0 bytes: created, then its writer was killed before DuckDB wrote a header."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the file, translating DuckDB's errors into LogError with a hint."""
+    if not read_only and _never_written(path):
+        path.unlink()  # it holds nothing, and DuckDB refuses a file without a header; the caller holds the lock
     try:
         return duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
@@ -350,27 +360,45 @@ class EventLog:
             raise
 
     def _check_schema(self) -> int:
+        latest = len(MIGRATIONS)
+        if self.read_only and _never_written(self.path):
+            self._read_as_empty()
+            return latest
         with self._session(write=not self.read_only) as con:
             has_table = con.execute(
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'").fetchone()[0]
-            latest, version = len(MIGRATIONS), 0
+            version = 0
             if has_table:
                 version = con.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0
             if version > latest:
                 raise LogError(f"the log {self.path} has schema version {version}, newer than this reagent ({latest})",
                                hint="upgrade reagent-local, or use another log path")
-            if version < latest:
-                if self.read_only:
-                    raise LogError(f"the log {self.path} has schema version {version}; this reagent needs {latest}",
-                                   hint="open it once for writing (any `reagent ask`) to migrate it")
-                self._migrate(con, version)
-            return latest
+            if version < latest and not self.read_only:
+                self._migrate(version)
+        if version < latest and self.read_only:
+            if version > 0:
+                raise LogError(f"the log {self.path} has schema version {version}; this reagent needs {latest}",
+                               hint="open it once for writing (any `reagent ask`) to migrate it")
+            self._read_as_empty()
+        return latest
 
-    def _migrate(self, con: duckdb.DuckDBPyConnection, version: int) -> None:
-        con.execute("CREATE TABLE IF NOT EXISTS schema_version "
-                    "(version INTEGER PRIMARY KEY, description VARCHAR, applied_at DOUBLE)")
-        for number, (description, statements) in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self._transaction() as tx:
+    def _read_as_empty(self) -> None:
+        """Read a log that never got its tables as one with no runs (the file is left untouched).
+
+        Version 0 (or a file of 0 bytes) means no migration ever committed, so the file holds
+        nothing: its creation was cut off (a process killed while opening it) or another
+        program made an empty database there. A reader sees no runs; the next writer creates the tables.
+        """
+        self._let_go_of_file()
+        self._file = _PrivateDatabase()
+        self._migrate(0)
+
+    def _migrate(self, version: int) -> None:
+        """Apply the migrations after ``version`` in one transaction: a kill leaves all of them or none."""
+        with self._transaction() as tx:
+            tx.execute("CREATE TABLE IF NOT EXISTS schema_version "
+                       "(version INTEGER PRIMARY KEY, description VARCHAR, applied_at DOUBLE)")
+            for number, (description, statements) in enumerate(MIGRATIONS[version:], start=version + 1):
                 for sql in statements:
                     tx.execute(sql)
                 tx.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
@@ -537,11 +565,14 @@ class EventLog:
     def close(self) -> None:
         """Stop using the log; the file is complete on disk when close returns (a writer checkpoints)."""
         if not self._closed:
-            if isinstance(self._file, _PrivateDatabase):
-                self._file.release()
-            else:
-                self._file.detach()
+            self._let_go_of_file()
         self._closed = True
+
+    def _let_go_of_file(self) -> None:
+        if isinstance(self._file, _PrivateDatabase):
+            self._file.release()
+        else:
+            self._file.detach()
 
     def __enter__(self) -> "EventLog":
         return self
