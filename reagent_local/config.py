@@ -72,6 +72,10 @@ class LLMConfig:
     # prompts are evaluated in aligned blocks of this many tokens, so an answer does not depend on the
     # prompts evaluated before it (reagent_local/prefill.py); 0: llama.cpp's own, history-dependent way
     prefill_block: int = 64
+    # llama.cpp's extra buffer types (it repacks weights for special matrix units): auto | on | off.
+    # auto: off on CPUs that report Intel AMX, where llama.cpp 0.3.36's AMX kernels segfault on
+    # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (faster). See reagent_local/cpu.py.
+    extra_buffers: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ _CHOICES = {
     ("retrieval", "mode"): {"dense", "sparse", "hybrid"},
     ("retrieval", "embedder_backend"): {"torch", "onnx", "onnx-int8"},
     ("pipeline", "backtracking"): set(BACKTRACKING),
+    ("llm", "extra_buffers"): {"auto", "on", "off"},
 }
 
 

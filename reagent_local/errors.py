@@ -95,3 +95,7 @@ class BenchRunError(ReagentError):
 
 class ClusterError(ReagentError):
     """Ray is missing, a Ray address does not answer, or a shard or question failed on the cluster."""
+
+
+class NativeCrashError(ReagentError):
+    """llama.cpp crashed (a signal, not an exception) loading or running a model in the probe's child process."""

@@ -205,6 +205,12 @@ class LlamaModel:
     # prompts are evaluated in blocks of this many tokens aligned to position 0, so an answer does not
     # depend on which prompts ran before (reagent_local/prefill.py); 0: llama.cpp's own evaluation
     prefill_block: int = DEFAULT_BLOCK
+    # llama.cpp's extra buffer types (weight repacking): auto | on | off; auto is off on AMX CPUs (reagent_local/cpu.py)
+    extra_buffers: str = "auto"
+    # where load-probe verdicts are remembered (reagent_local/load_probe.py); None: the default home's cache
+    probe_cache: Path | None = None
+    # how the last load was probed: which extra_buffers value it used and what the probe cost
+    load_verdict: Any = field(default=None, init=False, repr=False)
     _llama: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -225,13 +231,24 @@ class LlamaModel:
         check_before_load(self.path)  # size against the registry, GGUF magic and version: cheap
         import llama_cpp  # heavy import, deferred
 
+        from .load_probe import safe_extra_buffers
+        from .native_load import construct_llama
+        from .paths import default_home
+
         gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
+        threads = self.n_threads or physical_threads()
+        # a native crash would kill this process without a trace: the first load of this combination
+        # of file, build, CPU and settings is tried in a child process first (remembered afterwards)
+        self.load_verdict = safe_extra_buffers(self.path, self.extra_buffers, gpu_layers=gpu_layers, threads=threads,
+                                               cache_dir=self.probe_cache or default_home() / ".cache")
         llama_class = aligned_llama_class(self.prefill_block) if self.prefill_block > 0 else llama_cpp.Llama
         try:
-            llama = llama_class(
+            llama = construct_llama(
+                llama_class,
+                extra_buffers=self.load_verdict.extra_buffers,
                 model_path=str(self.path),
                 n_ctx=self.n_ctx,
-                n_threads=self.n_threads or physical_threads(),
+                n_threads=threads,
                 n_gpu_layers=gpu_layers,
                 seed=self.seed,
                 chat_format=self.chat_format,

@@ -17,4 +17,8 @@ else
 fi
 question="${1:-What is the capital of the U.S. state whose largest city is Birmingham?}"
 echo "==> reagent ask \"$question\""
-reagent ask "$question"
+if ! reagent ask "$question"; then
+  echo "!! the question was not answered: \`reagent doctor\` (with .venv/bin on PATH) checks this machine, names" >&2
+  echo "!! what is wrong and how to fix it; paste \`reagent doctor --json\` into a bug report" >&2
+  exit 1
+fi

@@ -1,0 +1,68 @@
+"""`reagent doctor`: this installation's versions, CPU, settings, models, indexes and load probe."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import config_from, echo_json
+
+
+def _line(label: str, text: str) -> None:
+    click.echo(f"{label:<14}{text}")
+
+
+def _render(data: dict) -> None:
+    py, pk, ll, cpu, llm, home = (data[k] for k in ("python", "packages", "llama_cpp", "cpu", "llm", "home"))
+    _line("python", f"{py['version']} ({py['executable']}) on {py['platform']}")
+    _line("packages", ", ".join(f"{name} {version or 'missing'}" for name, version in pk.items()))
+    _line("llama.cpp", f"llama-cpp-python {ll['version'] or 'not importable'}; gpu offload "
+          f"{'yes' if ll['gpu_offload'] else 'no'}")
+    _line("", ll["system_info"] or "")
+    _line("cpu", f"{cpu['model']} ({cpu['machine']}), {cpu['usable_cores']} usable cores; "
+          f"{' '.join(cpu['features']) or 'no flags read'}; AMX {'yes' if cpu['amx'] else 'no'}")
+    _line("llm", f"model {llm['model']}, {llm['threads']} threads, extra buffers "
+          f"{'on' if llm['extra_buffers'] else 'off'} (setting {llm['extra_buffers_setting']!r})")
+    _line("home", f"{home['path']} ({home['free_bytes'] / 2**30:.1f} GiB free"
+          f"{'' if home['writable'] else ', NOT writable'})")
+    for row in data["models"]:
+        _line("model", f"{row['name']:<22} {row['state']:<9} {row['path']}")
+    for row in data["indexes"] or [{"name": "(none built)", "passages": ""}]:
+        _line("index", f"{row['name']:<30} {row.get('state') or str(row.get('passages', '')) + ' passages'}")
+    probe = data["probe"]
+    if probe is None:
+        _line("probe", "not run (no default model, llama.cpp missing, or --no-probe)")
+    elif probe.get("error"):
+        _line("probe", f"FAILED: {probe['error']}")
+    else:
+        how = ("remembered" if probe["remembered"] else
+               "; ".join(f"extra buffers {'on' if a['extra_buffers'] else 'off'}: {a['signal'] or a['outcome']} "
+                         f"in {a['seconds']:.1f} s" for a in probe["attempts"]))
+        _line("probe", f"{'ok' if probe['ok'] else 'FAILED'}: {probe['model']} loads with extra buffers "
+              f"{'on' if probe['extra_buffers'] else 'off'} ({how})")
+    if data["ok"]:
+        click.echo("no problems found")
+    for problem in data["problems"]:
+        click.secho(f"PROBLEM: {problem['what']}  ->  {problem['fix']}", fg="red")
+
+
+@click.command(name="doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (for bug reports).")
+@click.option("--no-probe", is_flag=True, help="Skip the load probe of the default model.")
+@click.option("--reprobe", is_flag=True, help="Probe the default model again even if a verdict is remembered.")
+@click.option("--model", default=None, help="Model to probe instead of the configured default.")
+def doctor(as_json: bool, no_probe: bool, reprobe: bool, model: str | None) -> None:
+    """Check this installation: versions, CPU, llama.cpp settings, models, indexes, a load probe.
+
+    Exits with status 1 when something is wrong; each problem names its fix.
+    """
+    from ..doctor import diagnose
+
+    report = diagnose(config_from(llm__model=model), probe=not no_probe, reprobe=reprobe)
+    data = report.to_json()
+    if as_json:
+        echo_json(data)
+    else:
+        _render(data)
+    sys.exit(0 if report.ok else 1)

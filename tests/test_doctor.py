@@ -1,0 +1,77 @@
+"""`reagent doctor`: its JSON keys, and exit status 1 with the fix when something is wrong."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reagent_local import load_probe
+from reagent_local.cli import cli
+
+KEYS = {"python", "packages", "llama_cpp", "cpu", "llm", "home", "models", "indexes", "probe", "ok", "problems"}
+
+
+def doctor(home: Path, monkeypatch: pytest.MonkeyPatch, *args: str):
+    monkeypatch.setenv("REAGENT_HOME", str(home))
+    monkeypatch.delenv("REAGENT_CONFIG", raising=False)
+    monkeypatch.chdir(home)
+    return CliRunner().invoke(cli, ["doctor", *args])
+
+
+def fake_gguf(folder: Path) -> Path:
+    path = folder / "fake.gguf"
+    path.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + b"\0" * 64)
+    return path
+
+
+def test_a_missing_default_model_is_a_problem_with_its_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = doctor(tmp_path, monkeypatch, "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert KEYS <= set(data)
+    assert data["packages"]["click"] and data["cpu"]["usable_cores"] >= 1
+    assert data["llm"]["extra_buffers_setting"] == "auto" and isinstance(data["llm"]["extra_buffers"], bool)
+    assert data["probe"] is None and data["ok"] is False
+    assert any("reagent models pull qwen2.5-coder-1.5b" in p["fix"] for p in data["problems"])
+    assert {m["name"]: m["state"] for m in data["models"]}["qwen2.5-coder-1.5b"] == "missing"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_failing_probe_is_a_problem_naming_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_probe.forget_verdicts()
+    model = fake_gguf(tmp_path)
+    crash = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]
+    monkeypatch.setattr(load_probe, "child_command", lambda *args: crash)
+    result = doctor(tmp_path, monkeypatch, "--model", str(model), "--json")
+    load_probe.forget_verdicts()
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["probe"]["ok"] is False and "crashed loading fake.gguf" in data["probe"]["error"]
+    assert any("SIGSEGV" in p["what"] for p in data["problems"])
+
+    text = doctor(tmp_path, monkeypatch, "--model", str(model))  # the remembered verdict, as a screen
+    load_probe.forget_verdicts()
+    assert text.exit_code == 1 and "PROBLEM: llama.cpp" in text.output and "->" in text.output
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_probe_that_passes_is_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_probe.forget_verdicts()
+    model = fake_gguf(tmp_path)
+    runs: list[int] = []
+
+    def ok_child(*args):
+        runs.append(1)
+        return [sys.executable, "-c", "print('ok')"]
+
+    monkeypatch.setattr(load_probe, "child_command", ok_child)
+    first = json.loads(doctor(tmp_path, monkeypatch, "--model", str(model), "--json").output)
+    load_probe.forget_verdicts()
+    second = json.loads(doctor(tmp_path, monkeypatch, "--model", str(model), "--json").output)
+    load_probe.forget_verdicts()
+    assert first["probe"]["ok"] and not first["probe"]["remembered"]
+    assert second["probe"]["ok"] and second["probe"]["remembered"] and len(runs) == 1
