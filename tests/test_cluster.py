@@ -31,6 +31,8 @@ from reagent_local.retrieval import build_index
 from reagent_local.retrieval.embed import HashEmbedder
 from reagent_local.testing import InMemoryIndex, Rule, ScriptedLLM
 
+# Ray starts a local cluster (tens of seconds): part of the full suite (`scripts/test.sh --full`), not the quick one
+pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray", reason='Ray is not installed: pip install -e ".[cluster]"')
 cloudpickle = pytest.importorskip("ray.cloudpickle")
 
@@ -280,7 +282,6 @@ def test_cli_errors_are_one_clear_message(tmp_path, wiki_dump):
 
 # --- one real model in the workers ---------------------------------------------------------------------
 
-@pytest.mark.slow
 def test_real_model_in_ray_workers(local_ray, tmp_path):
     from conftest import pulled_model
 
