@@ -8,8 +8,6 @@ to head with a sign test) live in compare.py.
 
 from __future__ import annotations
 
-import math
-
 from pathlib import Path
 from collections import Counter
 from statistics import mean
@@ -19,6 +17,7 @@ from .compare import (NONE_METHOD, against_none, backtracking_effect, by_signal,
                       head_to_head, roads_verdicts, same_answer)
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import read_run_config, write_json
+from .stats import median, p90
 
 SUMMARY_FILE = "summary.json"
 TABLE_FILE = "results.md"
@@ -28,12 +27,6 @@ CHART_FILE = "chart.png"
 def _avg(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return mean(present) if present else None
-
-
-def _quantile(values: Sequence[float], q: float) -> float | None:
-    """The value at quantile ``q`` (nearest rank: the p90 of 10 values is the 9th smallest)."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] if ordered else None
 
 
 def _tally(names: Iterable[str]) -> dict[str, int]:
@@ -54,10 +47,10 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "completion_tokens_per_question": _avg([r["completion_tokens"] for r in records]),
         "tokens_per_question": _avg([r["prompt_tokens"] + r["completion_tokens"] for r in records]),
         "seconds_per_question": _avg([r["seconds"] for r in records]),
-        "seconds_median": _quantile([r["seconds"] for r in records], 0.5),
-        "seconds_p90": _quantile([r["seconds"] for r in records], 0.9),
-        "llm_calls_median": _quantile([r["llm_calls"] for r in records], 0.5),
-        "llm_calls_p90": _quantile([r["llm_calls"] for r in records], 0.9),
+        "seconds_median": median([r["seconds"] for r in records]),
+        "seconds_p90": p90([r["seconds"] for r in records]),
+        "llm_calls_median": median([r["llm_calls"] for r in records]),
+        "llm_calls_p90": p90([r["llm_calls"] for r in records]),
         "seconds_total": sum(r["seconds"] for r in records),
         "errors": sum(1 for r in records if r.get("error")),
         "uncertain": sum(1 for r in records if r.get("uncertain")),
@@ -136,8 +129,8 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def _spread(summary: dict[str, Any], what: str, digits: int) -> str:
     """'median, p90' of a method's per-question values ('-' for summaries written before they were kept)."""
-    median, p90 = summary.get(f"{what}_median"), summary.get(f"{what}_p90")
-    return "-" if median is None else f"{_fmt(median, digits)}, {_fmt(p90, digits)}"
+    middle, high = summary.get(f"{what}_median"), summary.get(f"{what}_p90")
+    return "-" if middle is None else f"{_fmt(middle, digits)}, {_fmt(high, digits)}"
 
 
 def _cell(text: str) -> str:
@@ -169,7 +162,7 @@ def method_lines(summary: dict[str, Any]) -> list[str]:
     for name, s in summary["methods"].items():
         lines.append(
             f"| {name} | {s['n']} | {_fmt(s['em'])} | {_fmt(s['f1'])} | {_fmt(s['support_precision'])} "
-            f"| {_fmt(s['support_recall'])} | {_fmt(s['llm_calls_per_question'], 1)} ({_spread(s, 'llm_calls', 0)}) "
+            f"| {_fmt(s['support_recall'])} | {_fmt(s['llm_calls_per_question'], 1)} ({_spread(s, 'llm_calls', 1)}) "
             f"| {_fmt(s['tokens_per_question'], 0)} | {_fmt(s['seconds_per_question'], 1)} ({_spread(s, 'seconds', 1)}) "
             f"| {s['errors']} |"
         )
