@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local.bench.records import read_records
 from reagent_local.bench.report import write_report
 from reagent_local.cli import main
 from reagent_local.errors import BenchRunError
@@ -19,7 +18,7 @@ def rec(method: str, qid: str, prediction: str, em: float, f1: float, **extra) -
         "prediction": prediction, "answers": [f"gold {qid}"], "em": em, "f1": f1, "cited": [],
         "support_precision": None, "support_recall": 0.0, "llm_calls": 1, "prompt_tokens": 100,
         "completion_tokens": 10, "seconds": 2.0, "backtracks": {"local": 0, "global": 0},
-        "run_id": None, "uncertain": None, "error": None,
+        "run_id": None, "uncertain": None, "error": None, "code": "0.1.0+gaaaaaaa",
     }
     return {**base, **extra}
 
@@ -37,7 +36,7 @@ def run_folder(tmp_path: Path) -> Path:
         rec("rag", "b", "wrong", 0.0, 0.5, support_precision=0.2, support_recall=0.5, seconds=9.0,
             prompt_tokens=1200),
         rec("reagent-none", "a", "gold a", 1.0, 1.0, llm_calls=10, code="0.1.0+gaaaaaaa"),
-        rec("reagent-none", "b", "wrong", 0.0, 0.0, llm_calls=12, code="0.1.0+gbbbbbbb"),  # resumed after a commit
+        rec("reagent-none", "b", "wrong", 0.0, 0.0, llm_calls=12),
         rec("reagent-both", "a", "Gold A", 1.0, 1.0, llm_calls=14),  # same answer up to case
         rec("reagent-both", "b", "gold b", 1.0, 1.0, llm_calls=20, backtracks={"local": 1, "global": 1},
             error=None, uncertain=True, signals=["two-roads"]),
@@ -92,8 +91,35 @@ def test_markdown_table_and_chart(run_folder: Path) -> None:
     assert "| reagent-both | 2 | 1 | 0 | 0 | 0 | 1 |" in table  # backtracking: fired 1, before unknown 1
     assert "| reagent-both | 2 | 1 | 1 | 0 | +0.500 |" in table  # against reagent-none
     assert "| reagent-both | two-roads | 1 | 1 | 1 | 0 | +1.00 |" in table  # the signal b raised, against none
-    assert "Code: reagent-none 0.1.0+gaaaaaaa, 0.1.0+gbbbbbbb." in table  # rag's records predate the field
+    assert "Records: commit 0.1.0+gaaaaaaa (6 records); configuration unknown (6 records)." in table
     assert (run_folder / "chart.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_table_of_two_commits_is_refused_unless_mixing_is_allowed(run_folder: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    path = run_folder / "records.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[3]["code"] = "0.1.0+gbbbbbbb"  # reagent-none's b: resumed after a commit
+    records[5]["config_id"] = "c0ffee000000"  # reagent-both's b: another configuration
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(BenchRunError, match="mixes records of commits 0.1.0[+]gaaaaaaa [(]5 records[)], "
+                                            "0.1.0[+]gbbbbbbb [(]1 record[)]; configurations unknown [(]5"):
+        write_report(run_folder)
+    summary = write_report(run_folder, allow_mixed=True)
+    assert summary["origin"]["mixed"] and summary["origin"]["commits"] == {"0.1.0+gaaaaaaa": 5, "0.1.0+gbbbbbbb": 1}
+    assert summary["methods"]["rag"]["origin"]["mixed"] is False
+    table = (run_folder / "results.md").read_text()
+    assert "**Mixed**: these records come from commits 0.1.0+gaaaaaaa (5 records), 0.1.0+gbbbbbbb (1 record)" in table
+    assert ("- reagent-none: commits 0.1.0+gaaaaaaa (1 record), 0.1.0+gbbbbbbb (1 record); "
+            "configuration unknown (2 records)") in table
+    assert "- reagent-both: commit 0.1.0+gaaaaaaa (2 records); configurations unknown (1 record), c0ffee000000 (1 record)" in table
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "report", str(run_folder)])
+    err = capsys.readouterr().err
+    assert info.value.code == 1 and "--allow-mixed" in err and "Traceback" not in err
+    main(["bench", "report", str(run_folder), "--allow-mixed"])
+    assert "**Mixed**" in capsys.readouterr().out
 
 
 def test_duplicate_records_are_refused(run_folder: Path) -> None:

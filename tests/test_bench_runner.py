@@ -96,6 +96,38 @@ def test_existing_folder_needs_resume_and_matching_settings(driver: dict, tmp_pa
     assert json.loads((tmp_path / "small" / "config.json").read_text())["methods"] == ["rag", "ircot"]
 
 
+def test_records_carry_the_session_and_a_resume_in_another_configuration_is_refused(driver: dict,
+                                                                                    tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from reagent_local.bench.provenance import config_id
+
+    llm, retriever, config = driver["build"](driver["data"])
+    out = tmp_path / "run"
+    run = dict(n=6, seed=5, out=out, llm=llm, retriever=retriever)
+    run_benchmark("hotpotqa", driver["data"], config=config, methods=["rag"], **run)
+    folder = json.loads((out / "config.json").read_text())
+    (session,) = folder["sessions"]
+    assert session["config_id"] == config_id(folder["config"]) and session["code"].startswith(reagent_local.__version__)
+    assert folder["configs"] == {session["config_id"]: folder["config"]}
+    assert {r["config_id"] for r in read_records(out / RECORDS_FILE)} == {session["config_id"]}
+    # where files live does not change the configuration; a setting that shapes answers does
+    moved = replace(config, paths=replace(config.paths, home=tmp_path / "elsewhere"))
+    assert run_benchmark("hotpotqa", driver["data"], config=moved, methods=["rag"], resume=True, **run).new_records == 0
+    other = replace(config, pipeline=replace(config.pipeline, min_confidence=0.5))
+    with pytest.raises(BenchRunError, match="its records come from commit .*; this run is commit .*, configuration"):
+        run_benchmark("hotpotqa", driver["data"], config=other, methods=["rag", "ircot"], resume=True, **run)
+    assert not any(r["method"] == "ircot" for r in read_records(out / RECORDS_FILE))  # refused before any work
+    mixed = run_benchmark("hotpotqa", driver["data"], config=other, methods=["rag", "ircot"], resume=True,
+                          allow_mixed=True, **run)
+    assert mixed.new_records == 6 and mixed.summary["origin"]["mixed"]
+    assert len(mixed.summary["origin"]["configs"]) == 2 and "**Mixed**" in (out / "results.md").read_text()
+    folder = json.loads((out / "config.json").read_text())
+    assert len(folder["sessions"]) == 3 and len(folder["configs"]) == 2
+    assert folder["configs"][config_id(folder["configs"][folder["sessions"][2]["config_id"]])]["pipeline"][
+        "min_confidence"] == 0.5
+
+
 def test_resume_drops_a_torn_last_line(driver: dict, tmp_path: Path) -> None:
     out = tmp_path / "run"
     driver["run"](driver["data"], out)

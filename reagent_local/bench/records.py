@@ -76,10 +76,14 @@ def _fsync_dir(folder: Path) -> None:
 
 
 class RecordStore:
-    """Appends records durably to ``records.jsonl``; opened with the torn tail removed."""
+    """Appends records durably to ``records.jsonl``; opened with the torn tail removed.
 
-    def __init__(self, path: Path) -> None:
+    ``stamp`` is added to every record appended (the session's ``config_id``).
+    """
+
+    def __init__(self, path: Path, stamp: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
+        self.stamp = dict(stamp or {})
         data = self.path.read_bytes() if self.path.exists() else b""
         self.records, end = _parse(self.path, data)
         check_unique(self.records, self.path)
@@ -99,6 +103,7 @@ class RecordStore:
         key = record_key(record)
         if key in self.done:
             raise BenchRunError(f"record for {key} already written", hint="this is a bug in the runner")
+        record = {**record, **self.stamp}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         before = os.fstat(self._fd).st_size
         try:

@@ -15,8 +15,9 @@ from typing import Any, Iterable, Sequence
 
 from .compare import (NONE_METHOD, against_none, backtracking_effect, by_signal, duel_pairs, has_backtracking,
                       head_to_head, roads_verdicts, same_answer)
+from .provenance import check_single, describe, mix_line, origins
 from .records import RECORDS_FILE, check_unique, read_records
-from .rundir import read_run_config, write_json
+from .rundir import folder_config_id, read_run_config, write_json
 from .stats import median, p90
 
 SUMMARY_FILE = "summary.json"
@@ -103,6 +104,9 @@ def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
     """The whole summary.json: run settings, per-method averages, backtracking and head-to-head comparisons."""
     methods = list(dict.fromkeys([*run_config.get("methods", []), *(r["method"] for r in records)]))
     per_method = {m: summarize_method([r for r in records if r["method"] == m]) for m in methods}
+    folder_config = folder_config_id(run_config)
+    for m, s in per_method.items():
+        s["origin"] = origins([r for r in records if r["method"] == m], folder_config)
     return {
         "dataset": run_config.get("dataset"),
         "file": run_config.get("file"),
@@ -114,6 +118,7 @@ def summarize(run_config: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
         "ids": run_config.get("ids"),
         "exclude_ids": run_config.get("exclude_ids"),
         "index": run_config.get("index"),
+        "origin": origins(records, folder_config),  # which commits and configurations the records come from
         "methods": per_method,
         **comparisons(methods, records),
     }
@@ -175,9 +180,12 @@ def method_lines(summary: dict[str, Any]) -> list[str]:
         "Support P/R: the cited passages against the gold supporting paragraphs (RAG and IRCoT cite every passage they read;",
         "closed-book cites none). EM/F1: the official HotpotQA normalisation, best over aliases.",
     ]
-    code = [f"{name} {', '.join(s['code'])}" for name, s in summary["methods"].items() if s.get("code")]
-    if code:
-        lines.append(f"Code: {'; '.join(code)}.")
+    origin = summary.get("origin")
+    if origin and origin["mixed"]:
+        lines += ["", mix_line(origin) or "", *[f"- {name}: {describe(s['origin'])}"
+                                                 for name, s in summary["methods"].items() if s.get("n")]]
+    elif origin and origin["commits"]:
+        lines.append(f"Records: {describe(origin)}.")
     return lines
 
 
@@ -309,13 +317,18 @@ def render_chart(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(folder: Path) -> dict[str, Any]:
-    """Recompute summary.json, results.md and chart.png of a run folder; returns the summary."""
+def write_report(folder: Path, *, allow_mixed: bool = False) -> dict[str, Any]:
+    """Recompute summary.json, results.md and chart.png of a run folder; returns the summary.
+
+    Records of several commits or configurations are refused unless ``allow_mixed``; then the
+    table says where each method's records came from.
+    """
     folder = Path(folder)
     run_config = read_run_config(folder)
     records = read_records(folder / RECORDS_FILE)
     check_unique(records, folder / RECORDS_FILE)
     summary = summarize(run_config, records)
+    check_single(summary["origin"], f"{folder}", allow_mixed=allow_mixed)
     write_json(folder / SUMMARY_FILE, summary)
     (folder / TABLE_FILE).write_text(markdown_table(summary), encoding="utf-8")
     render_chart(summary, folder / CHART_FILE)

@@ -21,6 +21,8 @@ from ..config import Config
 from ..errors import BenchRunError
 from ..locks import file_lock
 from ..paths import file_sha256, unwritable_reason
+from ..version import code_version
+from .provenance import config_id
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".bench-run.lock"  # held by the one process writing into the folder
@@ -81,6 +83,9 @@ def run_config(
     ``prebuilt_index`` is the ``--index`` name when the run answers over a prebuilt index.
     """
     selection = selection or {"ids": None, "exclude_ids": None}
+    resolved = config_dict(config)
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    session = {"started": created, "code": code_version(), "config_id": config_id(resolved)}
     return {
         "format": FORMAT_VERSION,
         "dataset": dataset,
@@ -96,9 +101,12 @@ def run_config(
         "model": model,
         "index": index,
         "prebuilt_index": prebuilt_index,
-        "config": config_dict(config),
+        "config": resolved,
         "question_ids": list(question_ids),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": created,
+        # one entry per start or resume: the commit and configuration its records carry
+        "sessions": [session],
+        "configs": {session["config_id"]: resolved},
     }
 
 
@@ -133,6 +141,11 @@ def mismatches(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     ]
     questions = question_ids_mismatch(old, new)
     return diffs + ([questions] if questions else [])
+
+
+def folder_config_id(run: dict[str, Any]) -> str:
+    """The configuration id of records that predate ``config_id``: the folder's first configuration."""
+    return config_id(run.get("config"))
 
 
 def read_run_config(folder: Path) -> dict[str, Any]:
@@ -179,6 +192,8 @@ def prepare_folder(folder: Path, new: dict[str, Any], *, resume: bool) -> dict[s
         merged["methods"] = list(dict.fromkeys([*old.get("methods", []), *new["methods"]]))
         for key in ("file", "ids", "exclude_ids"):  # the same content may have moved
             merged[key] = new.get(key)
+        merged["sessions"] = [*old.get("sessions", []), *new.get("sessions", [])]
+        merged["configs"] = {**old.get("configs", {}), **new.get("configs", {})}
         write_json(path, merged)
         return merged
     if folder.exists() and any(p.name != LOCK_FILE for p in folder.iterdir()):

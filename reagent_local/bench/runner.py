@@ -18,17 +18,18 @@ from typing import Any, Callable, Sequence
 
 from ..config import Config
 from ..datasets import Question, load_questions
-from ..errors import IndexNotFoundError, LLMOutputError, ModelNotFoundError
+from ..errors import BenchRunError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
 from ..llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
 from .compare import backtracking_fields
 from .methods import Method, MethodContext, MethodResult, Retriever, error_text
 from .metrics import best_em_f1, support_scores
-from .records import RECORDS_FILE, RecordStore
+from .provenance import describe, origins
+from .records import RECORDS_FILE, RecordStore, read_records
 from .registry import DEFAULT_METHODS, build_method, check_methods
 from .report import write_report
-from .rundir import prepare_folder, run_config, run_lock
+from .rundir import CONFIG_FILE, folder_config_id, prepare_folder, read_run_config, run_config, run_lock
 from .sampling import sample_questions
 from .selection import IdList, IdsSource, as_id_list, filter_questions, selection_config, selection_slug
 
@@ -151,6 +152,20 @@ def select_sample(questions: Sequence[Question], file: Path, n: int | None, seed
     return sample_questions(pool, n, seed, pool="the selection (--ids / --exclude-ids)")
 
 
+def refuse_another_origin(folder: Path, code: str, config: str) -> None:
+    """Refuse to resume a folder whose records come from another commit or configuration than this session's."""
+    if not (folder / CONFIG_FILE).exists():
+        return
+    records = read_records(folder / RECORDS_FILE)
+    origin = origins(records, folder_config_id(read_run_config(folder)))
+    if records and (set(origin["commits"]) != {code} or set(origin["configs"]) != {config}):
+        raise BenchRunError(
+            f"cannot resume {folder}: its records come from {describe(origin)}; this run is commit {code}, "
+            f"configuration {config}",
+            hint="one table is one commit and one configuration: pass --out with a new folder, or --allow-mixed "
+                 "to add to it anyway (its tables then say they mix)")
+
+
 class _Scores:
     """Running EM/F1 per method for the progress display."""
 
@@ -262,6 +277,7 @@ def run_benchmark(
     exclude_ids: IdsSource | None = None,
     index: str | None = None,
     answer_all: AnswerAll | None = None,
+    allow_mixed: bool = False,
 ) -> RunOutcome:
     """Answer ``n`` questions drawn with ``seed`` by each method; write records, summary, table and chart.
 
@@ -272,6 +288,8 @@ def run_benchmark(
     the runner in tests. ``console`` (a rich Console) turns on the progress bars.
     ``answer_all`` replaces the loop that answers the (method, question) pairs not yet
     in the folder (``reagent_local.cluster`` passes one that fans them out to Ray actors).
+    ``allow_mixed`` lets a resumed run add records of another commit or configuration to a
+    folder (its tables then say they mix); without it such a resume is refused before any work.
     """
     methods = check_methods(list(methods))
     if index is not None and retriever is not None:
@@ -294,17 +312,20 @@ def run_benchmark(
                        selection=selection_config(wanted, unwanted), prebuilt_index=prebuilt)
     try:
         with run_lock(out):
+            session = fresh["sessions"][0]
+            if resume and not allow_mixed:
+                refuse_another_origin(out, session["code"], session["config_id"])
             prepare_folder(out, fresh, resume=resume)
             ctx = MethodContext(config, llm, retriever=retriever, open_retriever=open_retriever,
                                 log_path=out / EVENTS_FILE)
-            store = RecordStore(out / RECORDS_FILE)
+            store = RecordStore(out / RECORDS_FILE, stamp={"config_id": session["config_id"]})
             resumed = len(store.records)
             try:
                 (answer_all or _answer_all)(sample, methods, ctx, store, console)
             finally:
                 store.close()
                 ctx.close()
-            summary = write_report(out)
+            summary = write_report(out, allow_mixed=allow_mixed)
     finally:
         if owns_llm and hasattr(llm, "close"):
             llm.close()

@@ -17,6 +17,10 @@ def bench() -> None:
     """Benchmarks: HotpotQA, 2WikiMultiHopQA and MuSiQue in the open-corpus setting."""
 
 
+ALLOW_MIXED = click.option("--allow-mixed", is_flag=True,
+                           help="Accept records of several commits or configurations in one table (it is then labelled).")
+
+
 def _split_methods(values: tuple[str, ...]) -> list[str]:
     names = [name.strip() for value in values for name in value.split(",") if name.strip()]
     return names or list(DEFAULT_METHODS)
@@ -46,6 +50,7 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: <home>/bench-runs/<dataset>[-ids-<stem>][-minus-<stem>][-index-<name>]-<model>-n<N>-seed<S>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
+@ALLOW_MIXED
 @ray_option
 @click.option("--ray-threads", type=int, default=None, metavar="N",
               help="With --ray: llama.cpp threads (and CPUs) per worker, each holding one model [default: 1].")
@@ -53,7 +58,7 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
               help="With --ray: workers [default: the cluster's CPUs / --ray-threads].")
 def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path | None, n: int | None, seed: int,
             methods: tuple[str, ...], rules: str | None, ablate: tuple[str, ...], model: str | None,
-            index_name: str | None, out: Path | None, resume: bool, ray_address: str | None,
+            index_name: str | None, out: Path | None, resume: bool, allow_mixed: bool, ray_address: str | None,
             ray_threads: int | None, ray_workers: int | None) -> None:
     """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png.
 
@@ -66,7 +71,7 @@ def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path 
     config = config_from(llm__model=model, pipeline__rules=rules)
     chosen = ablated(_split_methods(methods), [r.strip() for value in ablate for r in value.split(",") if r.strip()])
     options = dict(n=n, seed=seed, methods=chosen, out=out, resume=resume, console=Console(stderr=True), ids=ids_file,
-                   exclude_ids=exclude_file, index=index_name)
+                   exclude_ids=exclude_file, index=index_name, allow_mixed=allow_mixed)
     if ray_address is None:
         refuse_without_ray(ray_threads=ray_threads, ray_workers=ray_workers)
         outcome = run_benchmark(dataset, file, config=config, **options)
@@ -87,7 +92,8 @@ def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path 
 
 @bench.command(name="report")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def report_cmd(folder: Path) -> None:
+@ALLOW_MIXED
+def report_cmd(folder: Path, allow_mixed: bool) -> None:
     """Re-render summary.json, results.md and chart.png of a run folder from its records."""
-    write_report(folder)
+    write_report(folder, allow_mixed=allow_mixed)
     click.echo((folder / "results.md").read_text(encoding="utf-8"))
