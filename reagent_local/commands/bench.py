@@ -97,3 +97,31 @@ def report_cmd(folder: Path, allow_mixed: bool) -> None:
     """Re-render summary.json, results.md and chart.png of a run folder from its records."""
     write_report(folder, allow_mixed=allow_mixed)
     click.echo((folder / "results.md").read_text(encoding="utf-8"))
+
+
+@bench.command(name="compare")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--methods", "methods", default=None, metavar="A,B",
+              help="Two methods of the given folders (pooled); or one method, taken from each of two folders.")
+@click.option("--method", "method", default=None, metavar="NAME", help="The method of both folders (as --methods NAME).")
+@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@ALLOW_MIXED
+def compare_cmd(folders: tuple[Path, ...], methods: str | None, method: str | None, resamples: int, seed: int,
+                as_json: bool, allow_mixed: bool) -> None:
+    """Paired comparison on the same questions: RUN_A RUN_B, or RUN... --methods A,B.
+
+    F1 and EM differences (A - B) with a paired bootstrap 95% interval, won/lost/tied by F1
+    with a sign test, fixed/broken by EM; overall, by dataset and by question type. A side
+    may pool folders joined by commas (runs/a-hotpotqa,runs/a-2wiki).
+    """
+    import json
+
+    from ..bench.compare_view import comparison, markdown
+
+    if methods and method:
+        raise click.UsageError("pass --methods A,B or --method NAME, not both")
+    names = [m.strip() for m in (methods or method or "").split(",") if m.strip()]
+    result = comparison(list(folders), names, allow_mixed=allow_mixed, resamples=resamples, seed=seed)
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False) if as_json else markdown(result), nl=as_json)
