@@ -83,8 +83,41 @@ def test_backtracking_effect_counts() -> None:
         rec("m", "e", "E", 1, 1, backtracks={"local": 1, "global": 0}),  # an old record
         rec("m", "f", "F", 0, 0, backtracked=False),
     ]
-    assert backtracking_effect(records) == {"questions": 6, "fired": 5, "changed": 3, "unknown": 1,
-                                            "fixed": ["a"], "broken": ["b"]}
+    assert backtracking_effect(records) == {"questions": 6, "fired": 5, "changed": 3, "unknown": 1, "exact": 0,
+                                            "fixed": ["a"], "broken": ["b"], "shadow_calls": 0, "shadow_seconds": 0}
+
+
+def test_the_answer_without_backtracking_wins_over_the_answer_before_it() -> None:
+    cost = {"calls": 2, "replayed": 3, "seconds": 1.5}
+    records = [
+        # held "x" before the first rollback, but without backtracking the question gets the right answer
+        rec("m", "a", "A", 0, 0, backtracked=True, em_before=0.0, em_without_backtracking=1.0,
+            without_backtracking_cost=cost),
+        rec("m", "b", "B", 1, 1, backtracked=True, em_before=None, em_without_backtracking=0.0,
+            without_backtracking_cost=cost),
+        rec("m", "c", "C", 1, 1, backtracked=False, em_without_backtracking=1.0,
+            without_backtracking_cost={"calls": 0, "replayed": 0, "seconds": 0.0}),
+    ]
+    effect = backtracking_effect(records)
+    assert effect["fixed"] == ["b"] and effect["broken"] == ["a"] and effect["unknown"] == 0
+    assert effect["exact"] == 2 and effect["shadow_calls"] == 4 and effect["shadow_seconds"] == 3.0
+
+
+def test_record_fields_with_the_answer_without_backtracking() -> None:
+    from reagent_local.bench.methods import WithoutBacktracking
+
+    result = MethodResult(prediction="Paris", backtracks={"local": 1, "global": 0}, answer_before_backtracking=None,
+                          without_backtracking=WithoutBacktracking("Lyon", calls=2, replayed=4, prompt_tokens=50,
+                                                                   completion_tokens=5, seconds=3.25, run_id="r2"))
+    record = make_record("reagent-both", QUESTION, result, 10.0)
+    assert record["answer_without_backtracking"] == "Lyon" and record["backtracking_changed_answer"] is True
+    assert (record["em_without_backtracking"], record["f1_without_backtracking"]) == (0.0, 0.0)
+    assert record["without_backtracking_cost"] == {"calls": 2, "replayed": 4, "prompt_tokens": 50,
+                                                   "completion_tokens": 5, "seconds": 3.25, "run_id": "r2",
+                                                   "error": None}
+    assert record["seconds"] == 10.0 and record["llm_calls"] == 0  # the second run's cost stays apart
+    baseline = make_record("rag", QUESTION, MethodResult(prediction="Paris"), 1.0)
+    assert baseline["answer_without_backtracking"] is None and baseline["without_backtracking_cost"] is None
 
 
 def test_against_none_and_head_to_head() -> None:

@@ -148,6 +148,7 @@ class FakePipeline:
 
     def __init__(self, config, *, llm, retriever, log, kg=None, role_llms=None) -> None:
         self.config, self.llm, self.retriever, self.log, self.kg = config, llm, retriever, log, kg
+        self.role_llms = dict(role_llms or {})
         FakePipeline.made.append(self)
 
     def ask(self, question: str) -> FakeAnswer:
@@ -171,8 +172,10 @@ def test_reagent_adapter_maps_the_answer(fake_pipeline: type[FakePipeline], tmp_
     ctx.log_path = tmp_path / "events.duckdb"
     local = build_method("reagent-local", ctx)
     both = build_method("reagent-both", ctx)
-    assert [p.config.pipeline.backtracking for p in fake_pipeline.made] == ["local", "both"]
-    assert fake_pipeline.made[0].log is fake_pipeline.made[1].log  # one event log per run
+    # each with its twin with backtracking off (the answer without backtracking), sharing index and log
+    assert [p.config.pipeline.backtracking for p in fake_pipeline.made] == ["local", "none", "both", "none"]
+    assert fake_pipeline.made[0].log is fake_pipeline.made[1].log is fake_pipeline.made[2].log  # one event log per run
+    assert fake_pipeline.made[1].retriever is fake_pipeline.made[0].retriever
     assert fake_pipeline.made[0].log == ("log", tmp_path / "events.duckdb")
     result = local.answer("Which band?")
     assert result.prediction == "Rush" and result.run_id == "run-1" and result.uncertain is False
@@ -181,6 +184,7 @@ def test_reagent_adapter_maps_the_answer(fake_pipeline: type[FakePipeline], tmp_
     assert [p.title for p in result.cited] == ["Rush (band)"]
     assert result.rules_fired == ["chain-last-step"] and result.signals == ["two-roads"]
     assert result.answer_before_backtracking == "Yes"
+    assert result.without_backtracking.answer == "Rush" and result.without_backtracking.run_id == "run-1"
     failed = both.answer("this will fail")
     assert failed.prediction == "" and failed.error.startswith("LLMOutputError")
 
@@ -226,5 +230,6 @@ def test_a_reagent_method_can_be_named_without_some_rules(fake_pipeline: type[Fa
     ctx.log_path = tmp_path / "events.duckdb"
     method = build_method("reagent-local-no-same-x", ctx)
     assert method.name == "reagent-local-no-same-x"
-    config = fake_pipeline.made[-1].config
+    config, twin = fake_pipeline.made[-2].config, fake_pipeline.made[-1].config
     assert config.pipeline.backtracking == "local" and not RuleSet(config.pipeline.rules).on("same-x")
+    assert twin.pipeline.backtracking == "none" and twin.pipeline.rules == config.pipeline.rules  # the same rules

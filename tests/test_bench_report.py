@@ -72,7 +72,8 @@ def test_summary_averages_and_changes(run_folder: Path) -> None:
     assert duels["reagent-none vs rag"]["em"]["ties"] == 2
     # old records (no backtracking fields): it fired on b, the answer before it is unknown
     assert summary["backtracking"] == {"reagent-both": {"questions": 2, "fired": 1, "changed": 0, "unknown": 1,
-                                                        "fixed": [], "broken": []}}
+                                                        "exact": 0, "fixed": [], "broken": [], "shadow_calls": 0,
+                                                        "shadow_seconds": 0}}
     assert summary["against_reagent_none"]["reagent-both"] == {"questions": 2, "changed": 1, "fixed": ["b"],
                                                                 "broken": [], "delta_f1": 0.5}
 
@@ -178,7 +179,8 @@ def test_backtracking_accounting_in_the_report(tmp_path: Path) -> None:
     (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     summary = write_report(folder)
     assert summary["backtracking"] == {"reagent-both": {"questions": 5, "fired": 4, "changed": 2, "unknown": 1,
-                                                        "fixed": ["q1"], "broken": ["q2"]}}
+                                                        "exact": 0, "fixed": ["q1"], "broken": ["q2"],
+                                                        "shadow_calls": 0, "shadow_seconds": 0}}
     paired = summary["against_reagent_none"]["reagent-both"]
     # F1 changes: +1, -0.8, 0, +0.25, 0 -> mean 0.09
     assert paired == {"questions": 5, "changed": 3, "fixed": ["q1"], "broken": ["q2"], "delta_f1": pytest.approx(0.09)}
@@ -187,7 +189,7 @@ def test_backtracking_accounting_in_the_report(tmp_path: Path) -> None:
     duel = summary["head_to_head"]["reagent-none vs reagent-both"]["f1"]
     assert (duel["wins"], duel["losses"], duel["ties"]) == (1, 2, 2) and duel["p_value"] == 1.0
     table = (folder / "results.md").read_text()
-    assert "| reagent-both | 5 | 4 | 2 | 1 | 1 | 1 |" in table
+    assert "| reagent-both | 5 | 4 | 2 | 1 | 1 | 1 | 0, 0.0 |" in table
     assert "- reagent-both; fixed q1; broken q2" in table
     assert "| reagent-both | 5 | 3 | 1 | 1 | +0.090 |" in table
     assert "Questions filtered by --ids `/splits/hotpotqa-test.txt` (170 ids) before the draw." in table

@@ -1,9 +1,12 @@
 """Per-question comparisons behind the report: backtracking effects, pairs of methods, the sign test.
 
 All functions are pure and read records as dicts, so records written before a field
-existed still work: ``backtracked`` falls back to the ``backtracks`` counts, and an
-unknown answer-before-backtracking stays unknown (None), never guessed. Two answers
-are "the same" when they normalise to the same string (the official EM normalisation).
+existed still work: ``backtracked`` falls back to the ``backtracks`` counts. Fixed and broken
+are counted against ``answer_without_backtracking`` (the answer the same question gets with
+backtracking off, exact); records written before it existed fall back to the answer held
+before the first rollback, and where neither is known the question stays unknown, never
+guessed. Two answers are "the same" when they normalise to the same string (the official EM
+normalisation).
 """
 
 from __future__ import annotations
@@ -23,19 +26,37 @@ def same_answer(a: str, b: str) -> bool:
     return normalize_answer(a) == normalize_answer(b)
 
 
+def _scored(answer: str | None, answers: Sequence[str]) -> tuple[float | None, float | None]:
+    if answer is None:
+        return None, None
+    em, f1 = best_em_f1(answer, answers)
+    return em, round(f1, 6)
+
+
 def backtracking_fields(prediction: str, answers: Sequence[str], backtracks: dict[str, int],
-                        before: str | None) -> Record:
-    """The backtracking fields of a record, from the final and the before-backtracking answers."""
+                        before: str | None, without: str | None = None) -> Record:
+    """The backtracking fields of a record, from the final answer, the one held before the first rollback and
+    the one the question gets with backtracking off."""
     backtracked = any(int(count) > 0 for count in backtracks.values())
-    em_before = f1_before = changed = None
-    if before is not None:
-        em_before, f1_before = best_em_f1(before, answers)
-        f1_before = round(f1_before, 6)
+    em_before, f1_before = _scored(before, answers)
+    em_without, f1_without = _scored(without, answers)
+    changed = None
+    if without is not None:
+        changed = not same_answer(without, prediction)
+    elif before is not None:
         changed = not same_answer(before, prediction)
     elif not backtracked:
         changed = False  # nothing was rolled back, so backtracking cannot have changed the answer
     return {"backtracked": backtracked, "answer_before_backtracking": before,
-            "backtracking_changed_answer": changed, "em_before": em_before, "f1_before": f1_before}
+            "backtracking_changed_answer": changed, "em_before": em_before, "f1_before": f1_before,
+            "answer_without_backtracking": without, "em_without_backtracking": em_without,
+            "f1_without_backtracking": f1_without}
+
+
+def em_without(record: Record) -> float | None:
+    """EM of the answer without backtracking: exact when recorded, else the answer before the first rollback."""
+    exact = record.get("em_without_backtracking")
+    return exact if exact is not None else record.get("em_before")
 
 
 def record_backtracked(record: Record) -> bool:
@@ -53,18 +74,23 @@ def has_backtracking(method: str, records: Sequence[Record]) -> bool:
 
 
 def backtracking_effect(records: Sequence[Record]) -> Record:
-    """One method's backtracking: questions where it fired, answers it changed, fixed and broken by EM."""
+    """One method's backtracking: questions where it fired, answers it changed, fixed and broken by EM (against
+    the answer without backtracking), and what finding those answers cost beyond the run."""
     fired = [r for r in records if record_backtracked(r)]
-    known = [r for r in fired if r.get("em_before") is not None]
-    fixed = [r["id"] for r in known if r["em_before"] == 0 and r["em"] == 1]
-    broken = [r["id"] for r in known if r["em_before"] == 1 and r["em"] == 0]
+    known = [r for r in fired if em_without(r) is not None]
+    fixed = [r["id"] for r in known if em_without(r) == 0 and r["em"] == 1]
+    broken = [r["id"] for r in known if em_without(r) == 1 and r["em"] == 0]
+    costs = [r["without_backtracking_cost"] for r in records if r.get("without_backtracking_cost")]
     return {
         "questions": len(records),
         "fired": len(fired),
         "changed": sum(1 for r in fired if r.get("backtracking_changed_answer") is True),
-        "unknown": len(fired) - len(known),  # fired, but the answer before it was not recorded
+        "unknown": len(fired) - len(known),  # fired, but the answer without it was not recorded
+        "exact": sum(1 for r in fired if r.get("em_without_backtracking") is not None),
         "fixed": fixed,
         "broken": broken,
+        "shadow_calls": sum(c.get("calls") or 0 for c in costs),
+        "shadow_seconds": round(sum(c.get("seconds") or 0.0 for c in costs), 3),
     }
 
 

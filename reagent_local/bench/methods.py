@@ -25,6 +25,26 @@ class Retriever(Protocol):
 
 
 @dataclass
+class WithoutBacktracking:
+    """The answer a ReAgent method's question gets with backtracking off, and what finding it cost beyond the run."""
+
+    answer: str
+    calls: int = 0  # model calls the second run made itself (those before the paths part are replayed)
+    replayed: int = 0  # calls served from the first run's memory
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0  # wall time of the second run, kept out of the question's own seconds
+    run_id: str | None = None  # the second run in the event log (None: no second run was needed)
+    error: str | None = None
+
+    def cost(self) -> dict[str, Any]:
+        """The record's ``without_backtracking_cost`` field."""
+        return {"calls": self.calls, "replayed": self.replayed, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "seconds": round(self.seconds, 3),
+                "run_id": self.run_id, "error": self.error}
+
+
+@dataclass
 class MethodResult:
     """One method's answer to one question, with what it cost and what it cited."""
 
@@ -42,6 +62,8 @@ class MethodResult:
     rules_fired: list[str] = field(default_factory=list)
     signals: list[str] = field(default_factory=list)  # names of the conflict signals that fired
     roads: dict[str, Any] | None = None  # the two roads and the verdict, when they disagreed
+    # the same question with backtracking off (ReAgent methods; exact fixed/broken counts from one run)
+    without_backtracking: WithoutBacktracking | None = None
 
 
 class Method(Protocol):

@@ -12,7 +12,8 @@ from typing import Sequence
 
 from ..config import BACKTRACKING
 from ..errors import LLMOutputError, QuestionError
-from .methods import MethodContext, MethodResult, error_text
+from .methods import MethodContext, MethodResult, WithoutBacktracking, error_text
+from .without_backtracking import ShadowRun
 
 
 class ReagentMethod:
@@ -27,13 +28,19 @@ class ReagentMethod:
         rules = tuple(ctx.config.pipeline.rules) + tuple(f"-{name}" for name in without_rules)
         config = replace(ctx.config, pipeline=replace(ctx.config.pipeline, backtracking=backtracking, rules=rules))
         self.pipeline = build_pipeline(config, llm=ctx.llm, index=ctx.retriever, log=ctx.event_log())
+        self.shadow = ShadowRun(self.pipeline, config) if backtracking != "none" else None
 
     def answer(self, question: str) -> MethodResult:
         """Run the pipeline; a model failure or a refused question becomes an error record, not a crash."""
         try:
             answer = self.pipeline.ask(question)
+            without = (self.shadow.answer(question, answer) if self.shadow is not None
+                       else WithoutBacktracking(answer=answer.answer.strip()))
         except (LLMOutputError, QuestionError) as exc:
             return MethodResult(prediction="", error=error_text(exc))
+        finally:
+            if self.shadow is not None:
+                self.shadow.forget()  # one question's calls at a time
         backtracks = dict(answer.backtracks)
         return MethodResult(
             prediction=answer.answer.strip(),
@@ -48,4 +55,5 @@ class ReagentMethod:
             signals=list(answer.signals),
             answer_before_backtracking=answer.answer_before_backtracking,
             roads=answer.roads,
+            without_backtracking=without,
         )

@@ -199,14 +199,20 @@ def _method_section(title: str, note: str, columns: Sequence[str], rows: dict[st
 
 
 def backtracking_lines(effects: dict[str, Any]) -> list[str]:
-    """Per method with backtracking: where it fired, what it changed, what it fixed and broke."""
+    """Per method with backtracking: where it fired, what it changed, what it fixed and broke, what that cost to know."""
     if not effects:
         return []
     return _method_section(
         "Backtracking",
-        "Fixed / broken: wrong to right / right to wrong by EM, against the answer held before the first rollback.",
-        ("method", "questions", "fired", "answer changed", "fixed", "broken", "before unknown"),
-        {m: (e["questions"], e["fired"], e["changed"], len(e["fixed"]), len(e["broken"]), e["unknown"])
+        "Fixed / broken: wrong to right / right to wrong by EM, against the answer the same question gets with "
+        "backtracking off (after a run where anything fired, the question is answered again with backtracking "
+        "off: the calls before the paths part are replayed from memory, the rest are made and counted apart, "
+        "never in the question's cost). Records written before that field fall back to the answer held before "
+        "the first rollback; \"unknown\": fired, and neither is recorded.",
+        ("method", "questions", "fired", "answer changed", "fixed", "broken", "unknown",
+         "answered again: calls, s"),
+        {m: (e["questions"], e["fired"], e["changed"], len(e["fixed"]), len(e["broken"]), e["unknown"],
+             f"{e.get('shadow_calls', 0)}, {e.get('shadow_seconds', 0.0):.1f}")
          for m, e in effects.items()},
         {m: _ids("fixed", e["fixed"]) + _ids("broken", e["broken"]) for m, e in effects.items()})
 

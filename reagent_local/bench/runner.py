@@ -78,7 +78,10 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
         "seconds": round(seconds, 3),
         "backtracks": dict(result.backtracks),
         **backtracking_fields(result.prediction, question.answers, result.backtracks,
-                              result.answer_before_backtracking),
+                              result.answer_before_backtracking,
+                              result.without_backtracking.answer if result.without_backtracking else None),
+        # the second run that found the answer without backtracking: not part of this question's cost
+        "without_backtracking_cost": result.without_backtracking.cost() if result.without_backtracking else None,
         "rules_fired": list(result.rules_fired),
         "signals": list(result.signals),
         "roads": result.roads,
@@ -199,13 +202,19 @@ def _progress(console: Any) -> Any:
 
 
 def answer_one(method: Method, question: Question) -> dict[str, Any]:
-    """The record of one built method answering one question (a model failure is an error record)."""
+    """The record of one built method answering one question (a model failure is an error record).
+
+    The seconds of the second run that finds the answer without backtracking are not the question's.
+    """
     start = time.perf_counter()
     try:
         result = method.answer(question.question)
     except LLMOutputError as exc:  # a user method that did not catch its own
         result = MethodResult(prediction="", error=error_text(exc))
-    return make_record(method.name, question, result, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if result.without_backtracking is not None:
+        seconds -= result.without_backtracking.seconds
+    return make_record(method.name, question, result, seconds)
 
 
 AnswerAll = Callable[[Sequence[Question], Sequence[str], MethodContext, RecordStore, Any], None]
