@@ -1,9 +1,21 @@
 """The benchmark tests' shared parts: a self-contained driver script (the ``driver`` fixture in conftest.py
-loads it) and a scripted model for river questions."""
+loads it), a scripted model for river questions, and the exact-accounting scenario."""
 
 from __future__ import annotations
 
+import json
 import re
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from reagent_local.bench.records import RECORDS_FILE, read_records
+from reagent_local.bench.runner import run_benchmark
+from reagent_local.config import load_config
+from reagent_local.datasets import load_questions, open_corpus
+from reagent_local.llm import Message
+from reagent_local.testing import InMemoryIndex, ScriptedLLM, answer_citing
 
 # A self-contained driver: a tiny HotpotQA-format file, a scripted model that answers from
 # what it is shown, and an in-memory retriever. The test runs it in a subprocess (to kill it)
@@ -98,3 +110,68 @@ def river_answers(messages, schema):
         return {"answer": f"City{i}" if known else "Paris"}
     return {"thought": f"The capital of Land{i} is City{i}." if known else f"Land{i} capital city",
             "answer": f"City{i}" if known else ""}
+
+
+# Exact accounting (test_bench_without_backtracking.py, test_bench_profile.py): on q1 a local retry
+# fixes step 1 (and step 2 then asks about another person), on q2 a retry of an unsure right
+# answer breaks it, on q3 nothing fires.
+EXACT_QUESTIONS = [
+    ("q1", "When was the founder of the Ardent Company born?", "1870",
+     [["Ardent Company", ["The Ardent Company was founded in 1901 by Mira Voss."]],
+      ["Mira Voss", ["Mira Voss (born 1870), founder of the Ardent Company, was a merchant."]],
+      ["Paul Reed", ["Paul Reed (born 1855) was a sailor on the Ardent."]]]),
+    ("q2", "Where was Ilse Brandt born?", "Kessel",
+     [["Ilse Brandt", ["Ilse Brandt (born 1950 in Kessel) is a painter."]],
+      ["Brandt family", ["The Brandt family settled in Oberau in 1960."]]]),
+    ("q3", "What is the capital of Norland?", "Vesk",
+     [["Norland", ["Norland is a country whose capital is Vesk."]]]),
+]
+SLOW = 0.3  # seconds of the one call only the run without backtracking makes
+
+
+def write_exact_dataset(path: Path) -> Path:
+    """The three questions of the exact-accounting scenario as a HotpotQA-format file."""
+    records = [{"_id": qid, "type": "bridge", "level": "hard", "question": q, "answer": a,
+                "supporting_facts": [[context[0][0], 0]], "context": context} for qid, q, a, context in EXACT_QUESTIONS]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def exact_model() -> ScriptedLLM:
+    """Answers decided by the prompt alone (as a greedy model with the aligned prefill): no rule counts its uses."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who founded the Ardent Company?", "When was #1 born?"]},
+                 schema="Decomposition", contains="Ardent")
+    for _, question, _, _ in EXACT_QUESTIONS[1:]:
+        llm.add_rule({"subquestions": [question]}, schema="Decomposition", contains=question)
+    llm.add_rule({"query": "Ardent Company founder"}, schema="Reformulation", contains="Ardent")
+    llm.add_rule({"query": "Brandt family Oberau"}, schema="Reformulation", contains="Brandt")
+    # q1, step 1: first a name in no passage (a failed check), then on the retry the founder
+    llm.add_rule(answer_citing("Mira Voss", "Ardent Company"), schema="SubAnswer", contains="It is not Paul Reed",
+                 confidence=0.95)
+    llm.add_rule({"answer": "Paul Reed", "passages": [1], "subject": "Ardent Company", "relation": "other"},
+                 schema="SubAnswer", contains="Who founded the Ardent Company?", confidence=0.95)
+    llm.add_rule(answer_citing("1870", "Mira Voss"), schema="SubAnswer", contains="When was Mira Voss born?",
+                 confidence=0.95)
+
+    def slowly_1855(messages: list[Message], schema: type[BaseModel]) -> dict:
+        time.sleep(SLOW)
+        return answer_citing("1855", "Paul Reed")(messages, schema)
+
+    llm.add_rule(slowly_1855, schema="SubAnswer", contains="When was Paul Reed born?", confidence=0.95)
+    # q2: the right answer, unsure; the retry reads another passage and is sure of the wrong one
+    llm.add_rule(answer_citing("Oberau", "Ilse Brandt"), schema="SubAnswer", contains="Oberau", confidence=0.9)
+    llm.add_rule(answer_citing("Kessel", "Ilse Brandt"), schema="SubAnswer", contains="Ilse Brandt born?",
+                 confidence=0.2)
+    llm.add_rule(answer_citing("Vesk", "Norland"), schema="SubAnswer", contains="Norland?", confidence=0.95)
+    return llm
+
+
+def run_exact(data: Path, out: Path, methods: list[str]) -> list[dict]:
+    """Run ``methods`` over the scenario's file into ``out``; its records."""
+    index = InMemoryIndex()
+    for n, passage in enumerate(open_corpus(load_questions(data, "hotpotqa"))):
+        index.add(passage.title, passage.text, n)
+    config = load_config({"retrieval.top_k": 1}, env={})
+    run_benchmark("hotpotqa", data, config=config, methods=methods, out=out, llm=exact_model(), retriever=index)
+    return read_records(out / RECORDS_FILE)

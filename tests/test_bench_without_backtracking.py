@@ -9,88 +9,22 @@ and its answers without backtracking must be those of a separate `reagent-none` 
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import pytest
-
-from reagent_local.bench.memo_llm import CallMemo, MemoLLM, request_key
-from reagent_local.bench.records import RECORDS_FILE, read_records
-from reagent_local.bench.runner import run_benchmark
-from reagent_local.config import load_config
-from reagent_local.datasets import load_questions, open_corpus
-from reagent_local.errors import LLMOutputError
-from reagent_local.llm import Message
-from reagent_local.testing import InMemoryIndex, ScriptedLLM, answer_citing
-
 from pydantic import BaseModel
 
-QUESTIONS = [
-    ("q1", "When was the founder of the Ardent Company born?", "1870",
-     [["Ardent Company", ["The Ardent Company was founded in 1901 by Mira Voss."]],
-      ["Mira Voss", ["Mira Voss (born 1870), founder of the Ardent Company, was a merchant."]],
-      ["Paul Reed", ["Paul Reed (born 1855) was a sailor on the Ardent."]]]),
-    ("q2", "Where was Ilse Brandt born?", "Kessel",
-     [["Ilse Brandt", ["Ilse Brandt (born 1950 in Kessel) is a painter."]],
-      ["Brandt family", ["The Brandt family settled in Oberau in 1960."]]]),
-    ("q3", "What is the capital of Norland?", "Vesk",
-     [["Norland", ["Norland is a country whose capital is Vesk."]]]),
-]
-SLOW = 0.3  # seconds of the one call only the run without backtracking makes
+from reagent_local.bench.memo_llm import CallMemo, MemoLLM, request_key
+from reagent_local.errors import LLMOutputError
+from reagent_local.testing import ScriptedLLM
 
-
-def write_dataset(path: Path) -> Path:
-    records = [{"_id": qid, "type": "bridge", "level": "hard", "question": q, "answer": a,
-                "supporting_facts": [[context[0][0], 0]], "context": context} for qid, q, a, context in QUESTIONS]
-    path.write_text(json.dumps(records), encoding="utf-8")
-    return path
-
-
-def scripted_model() -> ScriptedLLM:
-    """Answers decided by the prompt alone (as a greedy model with the aligned prefill): no rule counts its uses."""
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Who founded the Ardent Company?", "When was #1 born?"]},
-                 schema="Decomposition", contains="Ardent")
-    for _, question, _, _ in QUESTIONS[1:]:
-        llm.add_rule({"subquestions": [question]}, schema="Decomposition", contains=question)
-    llm.add_rule({"query": "Ardent Company founder"}, schema="Reformulation", contains="Ardent")
-    llm.add_rule({"query": "Brandt family Oberau"}, schema="Reformulation", contains="Brandt")
-    # q1, step 1: first a name in no passage (a failed check), then on the retry the founder
-    llm.add_rule(answer_citing("Mira Voss", "Ardent Company"), schema="SubAnswer", contains="It is not Paul Reed",
-                 confidence=0.95)
-    llm.add_rule({"answer": "Paul Reed", "passages": [1], "subject": "Ardent Company", "relation": "other"},
-                 schema="SubAnswer", contains="Who founded the Ardent Company?", confidence=0.95)
-    llm.add_rule(answer_citing("1870", "Mira Voss"), schema="SubAnswer", contains="When was Mira Voss born?",
-                 confidence=0.95)
-
-    def slowly_1855(messages: list[Message], schema: type[BaseModel]) -> dict:
-        time.sleep(SLOW)
-        return answer_citing("1855", "Paul Reed")(messages, schema)
-
-    llm.add_rule(slowly_1855, schema="SubAnswer", contains="When was Paul Reed born?", confidence=0.95)
-    # q2: the right answer, unsure; the retry reads another passage and is sure of the wrong one
-    llm.add_rule(answer_citing("Oberau", "Ilse Brandt"), schema="SubAnswer", contains="Oberau", confidence=0.9)
-    llm.add_rule(answer_citing("Kessel", "Ilse Brandt"), schema="SubAnswer", contains="Ilse Brandt born?",
-                 confidence=0.2)
-    llm.add_rule(answer_citing("Vesk", "Norland"), schema="SubAnswer", contains="Norland?", confidence=0.95)
-    return llm
-
-
-def run(data: Path, out: Path, methods: list[str]) -> list[dict]:
-    index = InMemoryIndex()
-    for n, passage in enumerate(open_corpus(load_questions(data, "hotpotqa"))):
-        index.add(passage.title, passage.text, n)
-    config = load_config({"retrieval.top_k": 1}, env={})
-    run_benchmark("hotpotqa", data, config=config, methods=methods, out=out, llm=scripted_model(), retriever=index)
-    return read_records(out / RECORDS_FILE)
-
+from bench_support import SLOW, run_exact, write_exact_dataset
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("exact")
-    data = write_dataset(folder / "tiny.json")
-    both = {r["id"]: r for r in run(data, folder / "both", ["reagent-both"])}
-    none = {r["id"]: r for r in run(data, folder / "none", ["reagent-none"])}
+    data = write_exact_dataset(folder / "tiny.json")
+    both = {r["id"]: r for r in run_exact(data, folder / "both", ["reagent-both"])}
+    none = {r["id"]: r for r in run_exact(data, folder / "none", ["reagent-none"])}
     return {"both": both, "none": none, "folder": folder}
 
 

@@ -125,3 +125,28 @@ def compare_cmd(folders: tuple[Path, ...], methods: str | None, method: str | No
     names = [m.strip() for m in (methods or method or "").split(",") if m.strip()]
     result = comparison(list(folders), names, allow_mixed=allow_mixed, resamples=resamples, seed=seed)
     click.echo(json.dumps(result, indent=2, ensure_ascii=False) if as_json else markdown(result), nl=as_json)
+
+
+@bench.command(name="profile")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--method", "methods", multiple=True, metavar="NAME", help="Only this method (repeatable; default: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+def profile_cmd(folder: Path, methods: tuple[str, ...], as_json: bool) -> None:
+    """Where a run's time and model calls go: by role, by conflict signal, and the events of its log."""
+    import json
+
+    from ..bench.profile import profile_run
+    from ..bench.profile_view import markdown
+
+    profile = profile_run(folder, list(methods))
+    click.echo(json.dumps(profile, indent=2, ensure_ascii=False) if as_json else markdown(profile), nl=as_json)
+
+
+@bench.command(name="tables")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@ALLOW_MIXED
+def tables_cmd(folders: tuple[Path, ...], allow_mixed: bool) -> None:
+    """The README's result tables: one per run folder, one row per method, with the commit of its records."""
+    from ..bench.tables import tables
+
+    click.echo(tables(list(folders), allow_mixed=allow_mixed), nl=False)

@@ -1,0 +1,77 @@
+"""The README's result tables from run folders: one Markdown table per folder, one row per method.
+
+Each row: EM (the best in bold), F1, support precision and recall, calls, tokens and seconds
+per question (mean, then median and p90 as ``stats`` defines them), and the commit the
+records came from. A folder whose records mix commits or configurations is refused unless
+mixing is allowed; then the table says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .provenance import check_single, mix_line
+from .records import RECORDS_FILE, check_unique, read_records
+from .report import summarize
+from .rundir import read_run_config
+
+LABELS = {
+    "closed-book": "closed-book",
+    "rag": "single-step RAG",
+    "ircot": "IRCoT-style",
+    "reagent-both": "ReAgent, backtracking both",
+    "reagent-none": "ReAgent, backtracking none",
+    "reagent-local": "ReAgent, backtracking local",
+    "reagent-global": "ReAgent, backtracking global",
+}
+
+
+def _score(value: float | None) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.3f}"
+    return text[1:] if text.startswith("0.") else text
+
+
+def _spread(m: dict[str, Any], what: str, digits: int) -> str:
+    return f" ({m[what + '_median']:.{digits}f}, {m[what + '_p90']:.{digits}f})" if m.get(what + "_median") is not None else ""
+
+
+def _commits(m: dict[str, Any]) -> str:
+    return ", ".join(code.split("+g")[-1] for code in m["origin"]["commits"]) or "-"
+
+
+def table(summary: dict[str, Any]) -> str:
+    """One folder's table from its summary (``report.summarize``)."""
+    methods = {name: m for name, m in summary["methods"].items() if m["n"]}
+    best = max(((m["em"] or 0.0) for m in methods.values()), default=None)
+    configs = ", ".join(summary["origin"]["configs"])
+    lines = [f"**{summary['dataset']}**: {summary['questions']} questions, seed {summary['seed']}, "
+             f"total {summary['seconds_total'] / 3600:.2f} h of question time; configuration {configs}", "",
+             "| method | EM | F1 | support P | support R | LLM calls/q (median, p90) | tokens/q | s/q (median, p90) "
+             "| code |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, m in methods.items():
+        em = _score(m["em"])
+        lines.append(
+            f"| {LABELS.get(name, name)} | {f'**{em}**' if m['em'] == best else em} | {_score(m['f1'])} "
+            f"| {_score(m['support_precision'])} | {_score(m['support_recall'])} "
+            f"| {m['llm_calls_per_question']:.1f}{_spread(m, 'llm_calls', 1)} | {m['tokens_per_question']:,.0f} "
+            f"| {m['seconds_per_question']:.1f}{_spread(m, 'seconds', 1)} | {_commits(m)} |")
+    mixed = mix_line(summary["origin"])
+    return "\n".join(lines + (["", mixed] if mixed else []))
+
+
+def folder_table(folder: Path, *, allow_mixed: bool = False) -> str:
+    """The table of one run folder, recomputed from its records."""
+    folder = Path(folder)
+    records = read_records(folder / RECORDS_FILE)
+    check_unique(records, folder / RECORDS_FILE)
+    summary = summarize(read_run_config(folder), records)
+    check_single(summary["origin"], str(folder), allow_mixed=allow_mixed)
+    return table(summary)
+
+
+def tables(folders: Sequence[Path], *, allow_mixed: bool = False) -> str:
+    """The tables of several run folders, in order."""
+    return "\n\n".join(folder_table(f, allow_mixed=allow_mixed) for f in folders) + "\n"
