@@ -4,8 +4,11 @@ Command line::
 
     reagent bench run --dataset hotpotqa --file hotpot_dev_distractor_v1.json --n 50 --seed 13 \\
         --methods closed-book,rag,ircot,reagent-both [--ids FILE] [--exclude-ids FILE] [--index NAME] \\
-        [--model NAME|PATH] [--out DIR] [--resume]
-    reagent bench report DIR
+        [--model NAME|PATH] [--out DIR] [--resume] [--allow-mixed]
+    reagent bench report DIR [--allow-mixed]
+    reagent bench compare RUN_A RUN_B | RUN... --methods A,B [--json]
+    reagent bench profile RUN [--method M] [--json]
+    reagent bench tables RUN... [--allow-mixed]
 
 Library: ``run_benchmark(dataset, file, config=..., n=50, seed=13, methods=[...], out=DIR,
 ids=None, exclude_ids=None, index=None)``.
@@ -19,11 +22,15 @@ random.sample(...)``), the same ones for every method; each method sees only the
 question text. EM/F1 are the official HotpotQA ones, best over aliases.
 
 Run folder: ``config.json`` (settings, dataset sha256, model id and sha256, sampled
-ids), ``records.jsonl`` (one fsynced line per finished (method, question)),
+ids, each session's commit and configuration), ``records.jsonl`` (one fsynced line per
+finished (method, question), with its commit ``code`` and ``config_id``; a ReAgent record
+also carries the answer its question gets without backtracking),
 ``events.duckdb`` (the ReAgent methods' event log), ``summary.json``, ``results.md``,
 ``chart.png``. ``--resume`` skips finished pairs, redoes a torn last line, and refuses a
 folder whose dataset file, ids filters, drawn questions, seed, n, model, prebuilt index or
-retrieval settings differ; methods may be added.
+retrieval settings differ, or (unless mixing is allowed) whose records come from another
+commit or configuration; methods may be added. A table is one commit and one configuration
+(``provenance.py``); medians and p90 are ``stats.py``'s; ``paired.py`` compares two sides.
 
 Adding a method: a class with ``name`` and ``answer(question: str) -> MethodResult``
 built from a ``MethodContext`` (shared ``llm``, ``retriever``, ``config``, ``event_log()``),

@@ -1,4 +1,4 @@
-"""The run folder's ``config.json``: what a run was asked to do, and the resume check.
+"""The run folder's ``config.json``: what a run was asked to do, and the resume checks.
 
 A resumed run must match the folder in everything that changes the answers (the
 dataset file's content, seed, n, the ids filters, the question ids drawn, the model,
@@ -22,7 +22,8 @@ from ..errors import BenchRunError
 from ..locks import file_lock
 from ..paths import file_sha256, unwritable_reason
 from ..version import code_version
-from .provenance import config_id
+from .provenance import config_id, describe, origins
+from .records import RECORDS_FILE, read_records
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = ".bench-run.lock"  # held by the one process writing into the folder
@@ -157,6 +158,20 @@ def read_run_config(folder: Path) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise BenchRunError(f"{path} is not valid JSON ({exc})", hint="restore it, or start a new run folder") from None
+
+
+def refuse_another_origin(folder: Path, code: str, config: str) -> None:
+    """Refuse to resume a folder whose records come from another commit or configuration than this session's."""
+    if not (folder / CONFIG_FILE).exists():
+        return
+    records = read_records(folder / RECORDS_FILE)
+    origin = origins(records, folder_config_id(read_run_config(folder)))
+    if records and (set(origin["commits"]) != {code} or set(origin["configs"]) != {config}):
+        raise BenchRunError(
+            f"cannot resume {folder}: its records come from {describe(origin)}; this run is commit {code}, "
+            f"configuration {config}",
+            hint="one table is one commit and one configuration: pass --out with a new folder, or --allow-mixed "
+                 "to add to it anyway (its tables then say they mix)")
 
 
 def write_json(path: Path, data: Any) -> None:

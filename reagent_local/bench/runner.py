@@ -18,18 +18,17 @@ from typing import Any, Callable, Sequence
 
 from ..config import Config
 from ..datasets import Question, load_questions
-from ..errors import BenchRunError, IndexNotFoundError, LLMOutputError, ModelNotFoundError
+from ..errors import IndexNotFoundError, LLMOutputError, ModelNotFoundError
 from ..llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
 from .compare import backtracking_fields
 from .methods import Method, MethodContext, MethodResult, Retriever, error_text
 from .metrics import best_em_f1, support_scores
-from .provenance import describe, origins
-from .records import RECORDS_FILE, RecordStore, read_records
+from .records import RECORDS_FILE, RecordStore
 from .registry import DEFAULT_METHODS, build_method, check_methods
 from .report import write_report
-from .rundir import CONFIG_FILE, folder_config_id, prepare_folder, read_run_config, run_config, run_lock
+from .rundir import prepare_folder, refuse_another_origin, run_config, run_lock
 from .sampling import sample_questions
 from .selection import IdList, IdsSource, as_id_list, filter_questions, selection_config, selection_slug
 
@@ -153,20 +152,6 @@ def select_sample(questions: Sequence[Question], file: Path, n: int | None, seed
         return sample_questions(questions, n, seed)
     pool = filter_questions(questions, file, ids=ids, exclude_ids=exclude_ids)
     return sample_questions(pool, n, seed, pool="the selection (--ids / --exclude-ids)")
-
-
-def refuse_another_origin(folder: Path, code: str, config: str) -> None:
-    """Refuse to resume a folder whose records come from another commit or configuration than this session's."""
-    if not (folder / CONFIG_FILE).exists():
-        return
-    records = read_records(folder / RECORDS_FILE)
-    origin = origins(records, folder_config_id(read_run_config(folder)))
-    if records and (set(origin["commits"]) != {code} or set(origin["configs"]) != {config}):
-        raise BenchRunError(
-            f"cannot resume {folder}: its records come from {describe(origin)}; this run is commit {code}, "
-            f"configuration {config}",
-            hint="one table is one commit and one configuration: pass --out with a new folder, or --allow-mixed "
-                 "to add to it anyway (its tables then say they mix)")
 
 
 class _Scores:
