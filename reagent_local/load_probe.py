@@ -119,8 +119,9 @@ def run_attempt(argv: Sequence[str], extra_buffers: bool, timeout: float = PROBE
     """Run one probe child and classify how it ended."""
     start = time.perf_counter()
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+        # passive OpenMP waits: on busy cores llama.cpp's spinning threads made a 1 s probe take 14 s
+        env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONFAULTHANDLER": "1"}
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as exc:
         tail = (exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or "")[-2000:]
         return ProbeAttempt(extra_buffers, "timeout", None, time.perf_counter() - start, stderr_tail=tail)
