@@ -74,7 +74,7 @@ class LLMConfig:
     prefill_block: int = 64
     # llama.cpp's extra buffer types (it repacks weights for special matrix units): auto | on | off.
     # auto: off on CPUs that report Intel AMX, where llama.cpp 0.3.36's AMX kernels segfault on
-    # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (faster). See reagent_local/cpu.py.
+    # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (llama.cpp's default). See reagent_local/cpu.py.
     extra_buffers: str = "auto"
 
 

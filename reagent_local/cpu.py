@@ -4,7 +4,7 @@ The one rule here: llama.cpp's "extra buffer types" repack a model's weights int
 special matrix units. On CPUs with Intel AMX (Xeons since Sapphire Rapids, 2023) the AMX
 matrix multiply of llama.cpp 0.3.36 segfaults on the first prompt of a Q4_K_M model
 (ggml-org/llama.cpp issue 20824, closed unfixed). Without the extra buffers llama.cpp uses
-its ordinary CPU kernels there; on every other CPU the repacking is kept because it is faster.
+its ordinary CPU kernels there; on every other CPU llama.cpp's default (repacking) is kept.
 """
 
 from __future__ import annotations
