@@ -172,12 +172,6 @@ def check_grammar_limits(schema: Any, where: str = "schema") -> None:
             check_grammar_limits(item, where)
 
 
-def read_gguf_magic(path: Path) -> bytes:
-    """First four bytes of a file (b'GGUF' for a GGUF model)."""
-    with open(path, "rb") as handle:
-        return handle.read(4)
-
-
 def physical_threads() -> int:
     """Threads for llama.cpp: the CPUs this process may use."""
     try:
@@ -343,8 +337,3 @@ def _prompt_cache(capacity_bytes: int) -> Any:
             super().__setitem__(key, value)
 
     return PromptCache(capacity_bytes=capacity_bytes)
-
-
-def dump_messages(messages: Sequence[Message]) -> str:
-    """Messages as compact JSON (what the log stores as the rendered prompt)."""
-    return json.dumps(list(messages), ensure_ascii=False)
