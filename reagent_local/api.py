@@ -9,7 +9,7 @@ from typing import Callable
 from .answer import Answer
 from .config import Config, load_config
 from .core.log import EventLog
-from .llm import LLM
+from .runtime.llm import LLM
 from .pipeline import Pipeline
 from .wiring import build_pipeline
 

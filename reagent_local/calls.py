@@ -9,7 +9,7 @@ from .core import events as ev
 from .core.log import EventLog
 from .core.workspace import Workspace
 from .errors import LLMOutputError
-from .llm import LLM, JsonResult, Message
+from .runtime.llm import LLM, JsonResult, Message
 
 
 class CallLedger:

@@ -23,7 +23,7 @@ from .core.conflicts import ConflictChecker
 from .core.log import EventLog
 from .core.workspace import Workspace
 from .errors import QuestionError
-from .llm import LLM
+from .runtime.llm import LLM
 from .rules import Firing, RuleSet
 from .run import QuestionRun
 from .team import build_team

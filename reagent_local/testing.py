@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from pydantic import BaseModel
 
 from .errors import LLMOutputError
-from .llm import JsonResult, LLMCall, Message, parse_json_output
+from .runtime.llm import JsonResult, LLMCall, Message, parse_json_output
 
 T = TypeVar("T", bound=BaseModel)
 Response = dict[str, Any] | BaseModel | str | Callable[[Sequence[Message], type[BaseModel]], Any]

@@ -12,8 +12,8 @@ from typing import Any
 from .config import Config
 from .core.log import EventLog
 from .errors import ConfigError, IndexNotFoundError
-from .llm import LLM, LlamaModel
-from .models import resolve_model
+from .runtime.llm import LLM, LlamaModel
+from .runtime.models import resolve_model
 from .pipeline import Pipeline
 
 # the roles that call a model (the controller decides without one)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from ..core.conflicts import ConflictChecker
 from ..core.knowledge import Statement, make_statement
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from ..rules import RuleSet
 from ..rules.assemble_rules import grammar_options
 from ..rules.shapes import either_or_options, matching_option

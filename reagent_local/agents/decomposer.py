@@ -14,9 +14,9 @@ import json
 from typing import Sequence
 
 from ..errors import LLMOutputError
-from ..llm import Message
+from ..runtime.llm import Message
 from ..plan import Plan, SubQuestion, plan_from
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from ..rules import RuleSet
 from ..rules.plan_rules import missing_parts, restated_steps, unanchored_steps
 from . import PROMPTS, Caller

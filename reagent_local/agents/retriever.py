@@ -20,7 +20,7 @@ from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from ..core.channel import Message
 from ..errors import LLMOutputError
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from ..text import normalize
 from . import PROMPTS, Caller
 from .evidence import Evidence, EvidencePassage, Fact, flatten, looks_like_instruction

@@ -27,7 +27,7 @@ from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
 from ..errors import LLMOutputError
 from ..plan import SubQuestion, dependents
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from .controller import Controller
 from .evidence import Evidence, format_evidence

@@ -20,7 +20,7 @@ from ..core.conflicts import ConflictChecker, Verdict, check_against_facts
 from ..core.knowledge import Statement, make_statement
 from ..core.relations import ALL_RELATIONS
 from ..errors import LLMOutputError
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from ..rules import RuleSet, answer_type_problem
 from ..text import normalize
 from . import PROMPTS, Caller

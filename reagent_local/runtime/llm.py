@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
+from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
 from .prefill import DEFAULT_BLOCK, aligned_llama_class
 
 T = TypeVar("T", bound=BaseModel)
