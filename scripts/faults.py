@@ -100,7 +100,7 @@ def scripted_respond(messages: Sequence[dict], schema: Any) -> dict:
 
 def _child(argv: list[str]) -> None:
     if os.environ.get("FAULTS_SCRIPTED"):
-        from reagent_local import wiring
+        from reagent_local.reasoning import wiring
         from reagent_local.testing import Rule, ScriptedLLM
 
         class Scripted(ScriptedLLM):

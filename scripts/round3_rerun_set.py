@@ -30,7 +30,7 @@ from pathlib import Path
 import duckdb
 
 from reagent_local.bench.records import read_records
-from reagent_local.plan import plan_from
+from reagent_local.reasoning.plan import plan_from
 from reagent_local.rules.plan_rules import unanchored_steps
 from reagent_local.rules.shapes import asks_number, either_or_options
 

@@ -3,10 +3,10 @@
 
 import pytest
 
-from reagent_local.answer import Answer
+from reagent_local.reasoning.answer import Answer
 from reagent_local.errors import ModelIntegrityError, QuestionError
 from reagent_local.core.log import EventLog
-from reagent_local.pipeline import Pipeline
+from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM, answer_citing
 
 from scenario_runs import QUESTION as OLYMPICS_Q

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Collection, Mapping, Sequence
 
 from ..core.knowledge import Statement
-from ..plan import SubQuestion
+from ..reasoning.plan import SubQuestion
 from ..rules import RuleSet, answer_type_problem
 from .evidence import is_unknown
 from .verifier import Attempt

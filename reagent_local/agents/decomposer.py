@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..errors import LLMOutputError
 from ..runtime.llm import Message
-from ..plan import Plan, SubQuestion, plan_from
+from ..reasoning.plan import Plan, SubQuestion, plan_from
 from ..runtime.prompts import render_messages
 from ..rules import RuleSet
 from ..rules.plan_rules import missing_parts, restated_steps, unanchored_steps

@@ -26,7 +26,7 @@ from ..core.conflicts import ConflictChecker, minimal_conflict_set
 from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
 from ..errors import LLMOutputError
-from ..plan import SubQuestion, dependents
+from ..reasoning.plan import SubQuestion, dependents
 from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from .controller import Controller

@@ -90,7 +90,7 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
 
 def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
     """The configured GGUF model (loaded lazily on its first call) and its identity."""
-    from ..wiring import load_llm
+    from ..reasoning.wiring import load_llm
     from ..runtime.models import find_known
 
     llm = load_llm(config.llm.model, config)

@@ -50,7 +50,7 @@ class BenchWorker:
 
     def ready(self) -> dict:
         """Load the model and open the index; where this worker runs and logs."""
-        from ..wiring import load_llm
+        from ..reasoning.wiring import load_llm
 
         ctx = self.ctx
         ctx.config = replace(ctx.config, llm=replace(ctx.config.llm, n_threads=self.threads))

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from .agents.assembler import AGENT as ASSEMBLER
-from .agents.controller import AGENT as CONTROLLER
-from .agents.retriever import AGENT as RETRIEVER
-from .agents.supervisor import AGENT as SUPERVISOR, RollbackPlan
-from .agents.verifier import AGENT as VERIFIER
-from .core import events as ev
+from ..agents.assembler import AGENT as ASSEMBLER
+from ..agents.controller import AGENT as CONTROLLER
+from ..agents.retriever import AGENT as RETRIEVER
+from ..agents.supervisor import AGENT as SUPERVISOR, RollbackPlan
+from ..agents.verifier import AGENT as VERIFIER
+from ..core import events as ev
 from .plan import SubQuestion
 
 # The signal name a benchmark record carries for each kind of the assembler's escalation.
 ESCALATION_SIGNALS = {"value": "value-conflict", "bridge": "broken-bridge", "unfounded": "unfounded-step"}
 
 if TYPE_CHECKING:
-    from .run import QuestionRun
+    from .driver import QuestionRun
 
     _Base = QuestionRun
 else:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .agents.controller import Budget
-from .core import events as ev
-from .core.log import EventLog
-from .core.workspace import Workspace
-from .errors import LLMOutputError
-from .runtime.llm import LLM, JsonResult, Message
+from ..agents.controller import Budget
+from ..core import events as ev
+from ..core.log import EventLog
+from ..core.workspace import Workspace
+from ..errors import LLMOutputError
+from ..runtime.llm import LLM, JsonResult, Message
 
 
 class CallLedger:

@@ -15,29 +15,29 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .agents.assembler import AGENT as ASSEMBLER, WHOLE_QUESTION, Assembly
-from .agents.controller import AGENT as CONTROLLER, BudgetExhausted
-from .agents.decomposer import AGENT as DECOMPOSER
-from .agents.evidence import Evidence, EvidencePassage, evidence_payload, is_unknown
-from .agents.retriever import AGENT as RETRIEVER
-from .agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict
-from .agents.verifier import AGENT as VERIFIER, Accept, BuiltOn, Candidate, GiveUp, Retry, graph_facts
+from ..agents.assembler import AGENT as ASSEMBLER, WHOLE_QUESTION, Assembly
+from ..agents.controller import AGENT as CONTROLLER, BudgetExhausted
+from ..agents.decomposer import AGENT as DECOMPOSER
+from ..agents.evidence import Evidence, EvidencePassage, evidence_payload, is_unknown
+from ..agents.retriever import AGENT as RETRIEVER
+from ..agents.supervisor import AGENT as SUPERVISOR, Road, RoadsVerdict
+from ..agents.verifier import AGENT as VERIFIER, Accept, BuiltOn, Candidate, GiveUp, Retry, graph_facts
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
-from .config import PipelineConfig
-from .core import events as ev
-from .core.channel import Channel, Message
-from .core.knowledge import Statement
-from .core.log import Checkpoint
-from .core.workspace import Workspace
-from .errors import LLMOutputError
+from ..config import PipelineConfig
+from ..core import events as ev
+from ..core.channel import Channel, Message
+from ..core.knowledge import Statement
+from ..core.log import Checkpoint
+from ..core.workspace import Workspace
+from ..errors import LLMOutputError
 from .outcome import finish
 from .plan import Plan
 from .roads import FALLBACK, SecondRoad
 from .steps import Step
 from .team import Team
-from .text import normalize
+from ..text import normalize
 
 
 class QuestionRun(GlobalBacktracking, SecondRoad):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .agents.evidence import is_unknown
+from ..agents.evidence import is_unknown
 from .answer import Answer, PassageRef, SubQuestionResult
-from .core import events as ev
+from ..core import events as ev
 
 if TYPE_CHECKING:
-    from .run import QuestionRun
+    from .driver import QuestionRun
 
 
 def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:

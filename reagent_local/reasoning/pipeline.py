@@ -12,20 +12,20 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Callable, Mapping
 
-from .agents.retriever import SearchIndex
-from .agents.controller import Budget, RunCancelled
+from ..agents.retriever import SearchIndex
+from ..agents.controller import Budget, RunCancelled
 from .answer import Answer
 from .calls import CallLedger
-from .config import BACKTRACKING, Config
-from .core import events as ev
-from .core.channel import Channel
-from .core.conflicts import ConflictChecker
-from .core.log import EventLog
-from .core.workspace import Workspace
-from .errors import QuestionError
-from .runtime.llm import LLM
-from .rules import Firing, RuleSet
-from .run import QuestionRun
+from ..config import BACKTRACKING, Config
+from ..core import events as ev
+from ..core.channel import Channel
+from ..core.conflicts import ConflictChecker
+from ..core.log import EventLog
+from ..core.workspace import Workspace
+from ..errors import QuestionError
+from ..runtime.llm import LLM
+from ..rules import Firing, RuleSet
+from .driver import QuestionRun
 from .team import build_team
 
 # who logs a rule's firing: the role that consults rules of that stage

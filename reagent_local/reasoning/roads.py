@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from .agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
-from .agents.controller import AGENT as CONTROLLER
-from .agents.evidence import EvidencePassage, evidence_payload, grounded_in, is_unknown, values_agree
-from .agents.retriever import AGENT as RETRIEVER
-from .agents.supervisor import AGENT as SUPERVISOR, Road
-from .core import events as ev
-from .errors import LLMOutputError
-from .rules import answer_type_problem
-from .rules.shapes import either_or_options
-from .text import normalize
+from ..agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
+from ..agents.controller import AGENT as CONTROLLER
+from ..agents.evidence import EvidencePassage, evidence_payload, grounded_in, is_unknown, values_agree
+from ..agents.retriever import AGENT as RETRIEVER
+from ..agents.supervisor import AGENT as SUPERVISOR, Road
+from ..core import events as ev
+from ..errors import LLMOutputError
+from ..rules import answer_type_problem
+from ..rules.shapes import either_or_options
+from ..text import normalize
 
 if TYPE_CHECKING:
-    from .run import QuestionRun
+    from .driver import QuestionRun
 
     _Base = QuestionRun
 else:

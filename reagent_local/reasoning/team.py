@@ -6,17 +6,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from .agents.assembler import AnswerAssembler
-from .agents.controller import Controller
-from .agents.decomposer import QuestionDecomposer
-from .agents.retriever import RetrieverAgent, SearchIndex
-from .agents.supervisor import Supervisor
-from .agents.verifier import AGENT as VERIFIER, LLMJudge, Verifier
+from ..agents.assembler import AnswerAssembler
+from ..agents.controller import Controller
+from ..agents.decomposer import QuestionDecomposer
+from ..agents.retriever import RetrieverAgent, SearchIndex
+from ..agents.supervisor import Supervisor
+from ..agents.verifier import AGENT as VERIFIER, LLMJudge, Verifier
 from .calls import CallLedger
-from .config import Config
-from .core.conflicts import ConflictChecker
-from .core.workspace import Workspace
-from .rules import RuleSet
+from ..config import Config
+from ..core.conflicts import ConflictChecker
+from ..core.workspace import Workspace
+from ..rules import RuleSet
 
 
 @dataclass

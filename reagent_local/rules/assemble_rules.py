@@ -12,7 +12,7 @@ import re
 from typing import Sequence
 
 from ..dates import date_key
-from ..plan import StepLike, is_chain, local_dependencies
+from ..reasoning.plan import StepLike, is_chain, local_dependencies
 from ..text import normalize
 from .registry import rule
 from .shapes import (

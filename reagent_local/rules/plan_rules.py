@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..plan import REFERENCE, SubQuestion, plan_from
+from ..reasoning.plan import REFERENCE, SubQuestion, plan_from
 from .registry import rule
 from .shapes import either_or_options, mentions
 
