@@ -43,9 +43,10 @@ def event_types(log, run_id):
 
 
 def step_evidence(log, run_id, step):
-    """The passages of every retriever message for one step, in order (a retry's come after the first)."""
+    """The passages of every retriever message for one step (None: the whole question), in order (a retry's come
+    after the first)."""
     return [e.payload["payload"]["passages"] for e in log.events(run_id)
-            if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == step]
+            if e.type == "message" and e.payload["body"] == "EvidenceFound" and e.payload["payload"]["step"] == step]
 
 
 def test_two_hop_question_without_conflict(index, log):
@@ -721,7 +722,7 @@ def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_pass
     # a rule decided the new chain from a sure, checked step, yet the whole question was read
     assert answer.roads is not None and answer.roads["chain"] == "Karin Berg"
     assert "the plan was made again" in answer.roads["reason"]
-    whole = step_evidence(log, answer.run_id, "whole question")
+    whole = step_evidence(log, answer.run_id, None)
     # the first plan's page, which the whole question's own search does not rank, is read
     assert len(whole) == 1 and "Blue Harbour (1998)" in [p["title"] for p in whole[0]]
     assert answer.answer == "Ilse Lind" and answer.roads["winner"] == "whole question"

@@ -63,7 +63,7 @@ def test_a_broken_bridge_doubts_its_foundation_unless_that_is_clearly_stronger()
 
 def road(name: str, answer: str, confidence: float, problem=None, grounded=True, trusted=False):
     from reagent_local.agents.assembler import final_statement
-    from reagent_local.agents.supervisor import Road
+    from reagent_local.agents.messages import Road
 
     return Road(name, answer, final_statement("q?", answer, confidence=confidence), confidence, problem, grounded,
                 trusted=trusted)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reagent_local.agents.evidence import grounded_in, is_unknown, looks_like_instruction
-from reagent_local.agents.verifier import Accept, BuiltOn, Candidate, GiveUp, Retry, Verifier, off_subject
+from reagent_local.agents.evidence import BuiltOn, grounded_in, is_unknown, looks_like_instruction
+from reagent_local.agents.messages import EvidenceFound, Recheck
+from reagent_local.agents.verifier import Accept, Candidate, GiveUp, Retry, Verifier
 from reagent_local.core.channel import Message
 from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
 from reagent_local.rules import RuleSet
+from reagent_local.rules.doubt_rules import off_subject
 from reagent_local.testing import ScriptedLLM
 
 from roles_support import caller, evidence
@@ -94,11 +96,15 @@ def test_the_type_rules_reject_and_can_be_switched_off():
     assert not any("place" in p for p in verifier(rules=("all", "-place-or-name-answer")).check(where, EVIDENCE).problems)
 
 
-def test_challenged_statements_are_read_from_the_inbox():
+def test_the_inbox_says_what_to_withdraw_and_what_to_verify():
     statement = make_statement("q -> a", subquestion=0)
-    inbox = [Message("challenge", "controller", ("verifier",), (statement,), {"step": 0}),
-             Message("inform", "retriever", ("verifier",), payload={"step": 0})]
-    assert Verifier.read(inbox) == [statement]
+    found = EvidenceFound.of(0, EVIDENCE)
+    inbox = [Message.of(Recheck(step=0, statement="q -> a", question="q"), "controller", ("verifier",), (statement,)),
+             Message.of(found, "retriever", ("verifier",)),
+             Message.of(EvidenceFound.of(None, EVIDENCE), "retriever", ("assembler",))]  # the whole question's
+    reading = Verifier.read(inbox)
+    assert reading.withdraw == (statement,) and reading.verify == (found,)
+    assert found.evidence == EVIDENCE
 
 
 def unsure(answer: str, probability: float, cited: int = 0):

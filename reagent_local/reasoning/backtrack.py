@@ -1,105 +1,97 @@
-"""Global backtracking, carried out: re-planning, the assembler's escalations, and the supervisor's rollback plans.
+"""Global backtracking, carried out: a new plan, the assembler's escalations, and the supervisor's rollback plans.
 
-A mixin of :class:`reagent_local.run.QuestionRun` (the loop's state lives there): the
-decisions come from the roles (the controller allows, the supervisor plans, the decomposer
-re-plans); these methods only execute and record them.
+The decisions come from the roles (the controller allows, the supervisor plans, the
+decomposer re-plans, the assembler finds what does not fit together); this collaborator
+of the driver only executes and records them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 from ..agents.assembler import AGENT as ASSEMBLER
 from ..agents.controller import AGENT as CONTROLLER
+from ..agents.messages import Contradiction, Recheck, StepAnswer
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.supervisor import AGENT as SUPERVISOR, RollbackPlan
 from ..agents.verifier import AGENT as VERIFIER
 from ..core import events as ev
-from .plan import SubQuestion
+from .state import Loop, RunState
 
 # The signal name a benchmark record carries for each kind of the assembler's escalation.
 ESCALATION_SIGNALS = {"value": "value-conflict", "bridge": "broken-bridge", "unfounded": "unfounded-step"}
 
-if TYPE_CHECKING:
-    from .driver import QuestionRun
 
-    _Base = QuestionRun
-else:
-    _Base = object
+class GlobalBacktracking:
+    """Carries out a run's global rollbacks (the driver calls it; it asks the driver to solve again)."""
 
+    def __init__(self, run: RunState, loop: Loop) -> None:
+        self.run = run
+        self.loop = loop
 
-class GlobalBacktracking(_Base):
-    """The loop's global rollbacks."""
-
-    def _replan(self) -> None:
+    def replan(self) -> None:
         """A step found no usable answer: back to the plan, which the decomposer makes again, told what failed."""
-        step, failure = self.failed
-        self._signal("plan-failed", True, failure, step=step.index)
-        plan = self.team.decomposer.replan(self.question, [s.sub for s in self.steps], failure)
-        self.team.controller.count_replan()
-        if self._same_plan(plan.steps):
+        run, team = self.run, self.run.team
+        assert run.failed is not None and run.plan_checkpoint is not None
+        step, failure = run.failed
+        run.signal("plan-failed", True, failure, step=step.index)
+        plan = team.decomposer.replan(run.question, run.plan(), failure)
+        team.controller.count_replan()
+        if team.decomposer.same_plan(plan.steps, [(s.sub.text, s.question) for s in run.steps]):
             return  # the same plan again: nothing new to try
-        self.ws.rollback_global(self.plan_checkpoint.id, f"the plan failed: {failure}")
-        self.backtracks["global"] += 1
+        run.ws.rollback_global(run.plan_checkpoint.id, f"the plan failed: {failure}")
+        run.backtracks["global"] += 1
         # the first plan's answers go with it, but what they were read from stays for the second road
-        self.replanned = True
-        self.earlier_cited = tuple(p for s in self.steps for p in s.cited)
-        self._plan(plan)
-        self._solve_pending()
+        run.replanned = True
+        run.earlier_cited = tuple(p for s in run.steps for p in s.cited)
+        self.loop.start(plan)
+        self.loop.solve_pending()
 
-    def _same_plan(self, steps: Sequence[SubQuestion]) -> bool:
-        """The new plan asks what the old one asked, step for step, written with "#1" or with the answer
-        found for it ("Where was #1 born?" again as "Where was Mara Lind born?"): solving it would repeat
-        every call."""
-        return len(steps) == len(self.steps) and all(
-            new.text in (old.sub.text, old.question) for new, old in zip(steps, self.steps))
-
-    def _settle_across_steps(self) -> None:
+    def settle_across_steps(self) -> None:
         """The assembler's contradictions go to the supervisor through the channel, a bounded number of times."""
-        while self.team.controller.may_roll_back():
-            escalations = self.team.assembler.contradictions(self._results())
+        run, team = self.run, self.run.team
+        while team.controller.may_roll_back():
+            escalations = team.assembler.contradictions(run.results())
             if not escalations:
                 return
             first = escalations[0]
-            self._signal(ESCALATION_SIGNALS[first.kind], True, first.reason)
-            self._post("reject", ASSEMBLER, (SUPERVISOR,), {"escalation": first.kind, "reason": first.reason},
-                       first.statements)
-            self._deliver()
-            self._solve_pending()
-        if self.team.assembler.contradictions(self._results()):
-            for step in self.steps:
+            run.signal(ESCALATION_SIGNALS[first.kind], True, first.reason)
+            run.post(ASSEMBLER, (SUPERVISOR,), Contradiction(kind=first.kind, reason=first.reason), first.statements)
+            self.loop.deliver()
+            self.loop.solve_pending()
+        if team.assembler.contradictions(run.results()):
+            for step in run.steps:
                 step.uncertain = True
 
-    def _carry_out(self, plan: RollbackPlan) -> None:
+    def carry_out(self, plan: RollbackPlan) -> None:
         """Roll every agent back, keep what the conflict does not touch, and reopen the affected steps."""
-        if not self.settings.global_backtracking or not self.team.controller.may_roll_back():
-            for step in self.steps:
+        run, team = self.run, self.run.team
+        if not run.settings.global_backtracking or not team.controller.may_roll_back():
+            for step in run.steps:
                 step.uncertain = True
             return
-        self.ws.record(SUPERVISOR, ev.ConflictSet(
+        run.ws.record(SUPERVISOR, ev.ConflictSet(
             statements=tuple(s.id for s in plan.conflict_set), texts=tuple(s.text for s in plan.conflict_set),
             discard=plan.discard.id, reason=plan.reason, checkpoint=plan.checkpoint.id,
             affected_steps=plan.affected_steps, reassert=tuple(s.id for s in plan.reassert), source=plan.source))
-        self.ws.rollback_global(plan.checkpoint.id, f"conflict: {plan.reason}")
-        self.team.controller.count_rollback()
-        self.backtracks["global"] += 1
-        self.team.controller.penalise(plan.discard.agent)
-        culprit = self.steps[plan.discard.subquestion]
+        run.ws.rollback_global(plan.checkpoint.id, f"conflict: {plan.reason}")
+        team.controller.count_rollback()
+        run.backtracks["global"] += 1
+        team.controller.penalise(plan.discard.agent)
+        culprit = run.steps[plan.discard.subquestion]
         culprit.discard_answer(keep_passages=plan.keep_passages)
         for statement in plan.reassert:  # unaffected statements stand as they were
-            stamped = self._hold(statement.agent, statement)
+            stamped = run.hold(statement.agent, statement)
             if statement.agent == VERIFIER:
-                self.steps[statement.subquestion].statement = stamped
+                run.steps[statement.subquestion].statement = stamped
         for index in plan.affected_steps:
-            self.steps[index].reopen()
-        if self.failed and self.failed[0].index in plan.affected_steps:
-            self.failed = None  # the failed step is solved again; a new failure is recorded afresh
+            run.steps[index].reopen()
+        if run.failed and run.failed[0].index in plan.affected_steps:
+            run.failed = None  # the failed step is solved again; a new failure is recorded afresh
         for kept in plan.keep:  # a kept statement that met its rival in a round was never published
-            if kept.subquestion not in plan.affected_steps and not self.ws.holds(ASSEMBLER, kept.id):
-                self._post("assert", VERIFIER, (ASSEMBLER,), {"step": kept.subquestion}, [kept])
-        for challenge in self.team.controller.challenges(culprit.index, plan.keep):
-            self.challenges += 1
-            step = self.steps[challenge.step]
-            self._post("challenge", CONTROLLER, (RETRIEVER, VERIFIER), {
-                "step": challenge.step, "statement": challenge.statement.text, "question": step.question,
-                "exclude": sorted(step.excluded)}, [challenge.statement])
+            if kept.subquestion not in plan.affected_steps and not run.ws.holds(ASSEMBLER, kept.id):
+                run.post(VERIFIER, (ASSEMBLER,), StepAnswer(step=kept.subquestion), [kept])
+        for challenge in team.controller.challenges(culprit.index, plan.keep):
+            run.challenges += 1
+            step = run.steps[challenge.step]
+            run.post(CONTROLLER, (RETRIEVER, VERIFIER), Recheck(step=challenge.step, statement=challenge.statement.text,
+                                                               question=step.question, exclude=tuple(sorted(step.excluded))),
+                     [challenge.statement])
