@@ -188,7 +188,7 @@ class InMemoryKG:
 
     def add(self, subject: str, relation: str, value: str) -> Any:
         """Add a triple whose provenance is the subject's first passage."""
-        from .kg.store import Triple
+        from .kg.triples import Triple
 
         triple = Triple(subject=subject, relation=relation, value=value, value_number=None, unit=None,
                         value_date=None, raw_key=relation, passage_id=f"{subject}#0")
