@@ -489,6 +489,44 @@ def test_a_chain_that_loses_to_the_whole_question_is_rolled_back_at_its_weakest_
                             "judged": False, "reason": answer.roads["reason"]} and answer.roads["reason"]
 
 
+def test_two_roads_that_disagree_meet_on_the_channel_and_the_supervisor_settles_them_in_the_trace(index, log):
+    """The roads' answers travel as two asserts in one round; the channel escalates them; the supervisor's verdict
+    rolls the chain back; the trace shows each of these in order."""
+    import io
+
+    from rich.console import Console
+
+    from reagent_local.agents.messages import CHAIN, WHOLE, RoadAnswer
+    from reagent_local.core import messages
+    from reagent_local.trace import load_trace
+    from reagent_local.trace.terminal import render
+
+    llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True, min_confidence=0.0).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.roads["winner"] == WHOLE
+    events = log.events(answer.run_id)
+    roads = [(e, messages.decode(e.payload["body"], e.payload["payload"])) for e in events
+             if e.type == "message" and e.payload["body"] == "RoadAnswer"]
+    assert [(type(b), b.road.name, b.road.answer) for _, b in roads] == [
+        (RoadAnswer, CHAIN, "the painter"), (RoadAnswer, WHOLE, "Ilse Lind")]
+    assert roads[0][1].steps and roads[1][1].evidence.passages  # the chain's steps, the passages the whole read
+    escalate = next(e for e in events if e.type == "escalate")
+    round_ = next(e for e in events if e.seq == escalate.parent_seq)
+    seqs = [e.seq for e, _ in roads]
+    assert round_.type == "round" and set(seqs) <= set(round_.payload["messages"])  # one round
+    assert escalate.agent == "channel" and escalate.payload["source"] == "channel" and escalate.payload["messages"] == seqs
+    after = [e for e in events if e.seq > escalate.seq]
+    signal = next(e for e in after if e.type == "signal")
+    assert signal.agent == "supervisor" and signal.payload["signal"] == "two-roads" and signal.payload["fired"]
+    assert [e.type for e in after if e.type in ("conflict_set", "rollback_global")] == ["conflict_set", "rollback_global"]
+    out = io.StringIO()
+    render(load_trace(log, answer.run_id), Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    shown = [text.index(part) for part in ("escalates to supervisor", "'the painter' vs 'Ilse Lind'", "signal two-roads",
+                                           "MINIMAL CONFLICT SET (from two-roads)", "GLOBAL ROLLBACK")]
+    assert shown == sorted(shown)
+
+
 def test_read_trusted_chains_meets_a_trusted_chain_with_the_whole_question(index, log):
     llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
     answer = pipeline(llm, roads_index(index), log, two_roads=True, read_trusted_chains=True).ask(MOTHER_Q)

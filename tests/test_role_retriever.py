@@ -181,3 +181,13 @@ def test_a_rejected_step_reads_its_subjects_article_further():
 def test_a_reject_naming_subjects_asks_to_read_them_further():
     (request,) = RetrieverAgent(index(), None).read([reject(subjects=("Mara Lind",))])
     assert request.further == ("Mara Lind",)
+
+
+def test_what_a_step_builds_on_names_each_earlier_answers_own_article():
+    idx = index()
+    idx.add("Mara Lind (director)", "Mara Lind is a director.", 1)
+    retriever = RetrieverAgent(idx, None)
+    cited = evidence(("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")).passages
+    about = retriever.built_on([("Mara Lind", cited), ("unknown", ()), ("yes", cited), ("Tom Hale", ())])
+    assert [(b.answer, b.read_from, b.article) for b in about] == [
+        ("Mara Lind", frozenset({"Blue Harbour#0"}), "Mara Lind"), ("Tom Hale", frozenset(), "")]

@@ -204,3 +204,28 @@ def test_an_answer_from_a_passage_that_never_names_a_bridge_without_an_article_i
     assert off_subject((person,), [BuiltOn("Blue Harbour")]) is None
     unread = attempt("Tom Hale", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
     assert unread.check.ok and isinstance(verifier().decide([unread], retries=2, local=True), Accept)
+
+
+def test_a_retry_becomes_the_reject_the_retriever_reads():
+    agent = verifier()
+    first, second = attempt("Tom Hale", cited=0), attempt("Harbour Lights", cited=0, relation="other")
+    retry = agent.decide([first, second], retries=2, local=True)
+    assert isinstance(retry, Retry) and second.check.retry_signal == "check-failed"
+    reject = agent.rejection(3, [first, second], retry, built_on=["Mara Lind", "unknown", "Mara Lind"])
+    assert (reject.step, reject.answer, reject.question, reject.query) == (3, "Harbour Lights", QUESTION, QUESTION)
+    assert reject.reasons == retry.reasons and reject.why() == "; ".join(retry.reasons)
+    assert reject.tried == (QUESTION, QUESTION) and reject.hints == retry.hints
+    assert reject.subjects == ("Mara Lind", "Blue Harbour")  # what it builds on (known), then the subject named
+
+
+def test_the_off_subject_doubt_is_a_rule_and_switches_off():
+    assert verifier().acts_on_doubts and not verifier(rules=("all", "-off-subject")).acts_on_doubts
+    local_off = Verifier(caller(ScriptedLLM()), ConflictChecker(), RuleSet(("all",)), local=False)
+    assert not local_off.acts_on_doubts  # nothing would act on a doubt
+    candidate = Candidate(0, QUESTION, "Tom Hale", (EVIDENCE.passages[1],), "Blue Harbour", "other")
+    doubted = verifier().check(candidate, EVIDENCE, about=[BLUE_HARBOUR])
+    assert doubted.doubts and doubted.retry_signal == "off-subject"
+    assert not verifier(rules=("all", "-off-subject")).check(candidate, EVIDENCE, about=[BLUE_HARBOUR]).doubts
+    rules = RuleSet(("all",))
+    Verifier(caller(ScriptedLLM()), ConflictChecker(), rules).check(candidate, EVIDENCE, about=[BLUE_HARBOUR])
+    assert rules.names_fired == ["off-subject"]
