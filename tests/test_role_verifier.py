@@ -229,3 +229,8 @@ def test_the_off_subject_doubt_is_a_rule_and_switches_off():
     rules = RuleSet(("all",))
     Verifier(caller(ScriptedLLM()), ConflictChecker(), rules).check(candidate, EVIDENCE, about=[BLUE_HARBOUR])
     assert rules.names_fired == ["off-subject"]
+
+
+def test_the_next_reading_is_told_the_answers_given_up_and_those_that_failed_a_check():
+    failed, unsure = attempt("Tom Hale", cited=0), attempt("Mara Lind")
+    assert Verifier.not_again([failed, unsure, attempt("unknown")], {"Ann Berg"}) == ["Ann Berg", "Tom Hale"]

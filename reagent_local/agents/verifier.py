@@ -225,6 +225,13 @@ class Verifier:
         """Ask the model for a span answer with the passages it used (not one of the ``rejected`` answers)."""
         return read_passages(self.call, AGENT, index, question, evidence, rejected)
 
+    @staticmethod
+    def not_again(attempts: Sequence[Attempt], rejected: Iterable[str] = ()) -> list[str]:
+        """The answers a step's next reading is told not to give: those the supervisor gave up (``rejected``) and
+        the step's answers that failed a check."""
+        failed = {a.candidate.answer for a in attempts if a.check.problems and not is_unknown(a.candidate.answer)}
+        return sorted(set(rejected) | failed)
+
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
                 facts: Iterable[Statement] = (), rejected: Iterable[str] = (), about: Sequence[BuiltOn] = ()) -> Attempt:
         """Check a candidate (against ``held``, its own statements, and graph ``facts``) and score it;

@@ -203,10 +203,9 @@ class QuestionRun:
             self._override(step)
 
     def _candidate(self, step: Step, evidence: Evidence) -> Candidate:
+        verifier = self.run.team.verifier
         try:
-            # told what failed: answers the supervisor gave up, and this step's answers that failed a check
-            failed = {a.candidate.answer for a in step.attempts if a.check.problems and not is_unknown(a.candidate.answer)}
-            return self.run.team.verifier.answer(step.index, step.question, evidence, sorted(step.rejected | failed))
+            return verifier.answer(step.index, step.question, evidence, verifier.not_again(step.attempts, step.rejected))
         except LLMOutputError as exc:
             self.run.ws.record(VERIFIER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
             return Candidate(step.index, step.question, "unknown", (), "", "other")

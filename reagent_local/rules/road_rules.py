@@ -13,7 +13,7 @@ from .shapes import either_or_options, matching_option
 
 @rule("either-or-trust", "trust")
 def options_named(question: str) -> bool:
-    """An 'A or B?' chain whose every step found its fact is trusted at the lower ``options_trust`` bar.
+    """An 'A or B?' chain whose every step found its fact is trusted at the lower bar, options_trust.
 
     Choosing between the named options from facts found for each is what a single reading of
     the whole question does worst.
