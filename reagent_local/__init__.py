@@ -1,17 +1,20 @@
 """reagent-local: offline ReAgent for multi-hop question answering.
 
-``from reagent_local import ReAgent; ReAgent.load(index=..., model=...).ask(...)``
+``from reagent_local import ReAgent; ReAgent.load(index=..., model=...).ask(...)``;
+``Pipeline(config, llm=..., retriever=..., log=...)`` for explicit dependencies.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-__all__ = ["ReAgent", "__version__"]
+from .version import __version__
+
+__all__ = ["Pipeline", "ReAgent", "__version__"]
 
 if TYPE_CHECKING:
     from .api import ReAgent
+    from .reasoning.pipeline import Pipeline
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from .api import ReAgent
 
         return ReAgent
+    if name == "Pipeline":
+        from .reasoning.pipeline import Pipeline
+
+        return Pipeline
     raise AttributeError(name)

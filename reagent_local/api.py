@@ -6,12 +6,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from .answer import Answer
+from .reasoning.answer import Answer
 from .config import Config, load_config
 from .core.log import EventLog
-from .llm import LLM
-from .pipeline import Pipeline
-from .wiring import build_pipeline
+from .runtime.llm import LLM
+from .reasoning.pipeline import Pipeline
+from .reasoning.wiring import build_pipeline
 
 
 class ReAgent:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from . import __version__
+from .version import __version__
 from .errors import ReagentError
 
 

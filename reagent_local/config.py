@@ -70,11 +70,11 @@ class LLMConfig:
     max_tokens: int = 256
     prompt_cache_mb: int = 1024  # RAM for the KV states of recent prompts, reused across roles (0: off)
     # prompts are evaluated in aligned blocks of this many tokens, so an answer does not depend on the
-    # prompts evaluated before it (reagent_local/prefill.py); 0: llama.cpp's own, history-dependent way
+    # prompts evaluated before it (reagent_local/runtime/prefill.py); 0: llama.cpp's own, history-dependent way
     prefill_block: int = 64
     # llama.cpp's extra buffer types (it repacks weights for special matrix units): auto | on | off.
     # auto: off on CPUs that report Intel AMX, where llama.cpp 0.3.36's AMX kernels segfault on
-    # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (llama.cpp's default). See reagent_local/cpu.py.
+    # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (llama.cpp's default). See reagent_local/runtime/cpu.py.
     extra_buffers: str = "auto"
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from pydantic import BaseModel
 
 from .errors import LLMOutputError
-from .llm import JsonResult, LLMCall, Message, parse_json_output
+from .runtime.llm import JsonResult, LLMCall, Message, parse_json_output
 
 T = TypeVar("T", bound=BaseModel)
 Response = dict[str, Any] | BaseModel | str | Callable[[Sequence[Message], type[BaseModel]], Any]
@@ -188,7 +188,7 @@ class InMemoryKG:
 
     def add(self, subject: str, relation: str, value: str) -> Any:
         """Add a triple whose provenance is the subject's first passage."""
-        from .kg.store import Triple
+        from .kg.triples import Triple
 
         triple = Triple(subject=subject, relation=relation, value=value, value_number=None, unit=None,
                         value_date=None, raw_key=relation, passage_id=f"{subject}#0")

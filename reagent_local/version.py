@@ -10,7 +10,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from . import __version__
+__version__ = "0.1.0"
 
 
 @functools.lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ import time
 
 from pydantic import BaseModel, Field
 
-from reagent_local.wiring import load_llm
+from reagent_local.reasoning.wiring import load_llm
 from reagent_local.config import load_config
 
 PROMPT = [

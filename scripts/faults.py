@@ -100,7 +100,7 @@ def scripted_respond(messages: Sequence[dict], schema: Any) -> dict:
 
 def _child(argv: list[str]) -> None:
     if os.environ.get("FAULTS_SCRIPTED"):
-        from reagent_local import wiring
+        from reagent_local.reasoning import wiring
         from reagent_local.testing import Rule, ScriptedLLM
 
         class Scripted(ScriptedLLM):
@@ -109,7 +109,7 @@ def _child(argv: list[str]) -> None:
         wiring.load_llm = lambda name, config: Scripted(rules=[Rule(scripted_respond)])
     spec = os.environ.get("FAULTS_FAKE_MODEL")
     if spec:
-        from reagent_local import models
+        from reagent_local.runtime import models
 
         data = json.loads(spec)
         models.KNOWN_MODELS = (models.KnownModel(
@@ -552,7 +552,7 @@ class Harness:
                 self._cache["pull"] = PullModel(FAKE_MODEL, spec["filename"], spec["size"], spec["sha256"], wheels,
                                                 json.dumps(spec))
             else:
-                from reagent_local import models
+                from reagent_local.runtime import models
 
                 known = models.find_known(REAL_MODEL)
                 source = models.model_path(known, self.models_dir)
@@ -1147,7 +1147,7 @@ def _patch(path: Path, offset: int, data: bytes) -> None:
 
 def damaged_gguf(h: Harness, tries: int) -> list[Result]:
     """The real GGUF damaged after it was verified: `ask` and `models verify` name it and the re-pull."""
-    from reagent_local import models
+    from reagent_local.runtime import models
 
     known = models.find_known(REAL_MODEL)
     source = models.model_path(known, h.models_dir)

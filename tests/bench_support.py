@@ -14,7 +14,7 @@ from reagent_local.bench.records import RECORDS_FILE, read_records
 from reagent_local.bench.runner import run_benchmark
 from reagent_local.config import load_config
 from reagent_local.datasets import load_questions, open_corpus
-from reagent_local.llm import Message
+from reagent_local.runtime.llm import Message
 from reagent_local.testing import InMemoryIndex, ScriptedLLM, answer_citing
 
 # A self-contained driver: a tiny HotpotQA-format file, a scripted model that answers from

@@ -33,7 +33,7 @@ def wiki_dump(shared_data: Path) -> Path:
 
 def pulled_model(name: str) -> Path:
     """Path of a pulled registry model, or skip with the command that pulls it."""
-    from reagent_local import models
+    from reagent_local.runtime import models
 
     known = models.find_known(name)
     models_dir = Path(os.environ.get("REAGENT_HOME", REPO)) / "models"

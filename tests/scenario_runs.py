@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from reagent_local.config import Config, PipelineConfig
 from reagent_local.core.log import EventLog
-from reagent_local.pipeline import Pipeline
+from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, ScriptedLLM
 
 QUESTION = "What is the population of the capital of the state where the 1984 Summer Olympics were held?"

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scenario_runs import QUESTION, olympics_index, olympics_llm, scenario_config  # noqa: E402
 
 from reagent_local.api import ReAgent  # noqa: E402
-from reagent_local.pipeline import Pipeline  # noqa: E402
+from reagent_local.reasoning.pipeline import Pipeline  # noqa: E402
 from reagent_local.serve import ServeSettings, Service  # noqa: E402
 from reagent_local.serve.live import ObservedLog  # noqa: E402
 

@@ -160,9 +160,9 @@ class FakePipeline:
 @pytest.fixture
 def fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> type[FakePipeline]:
     FakePipeline.made = []
-    import reagent_local.wiring
+    import reagent_local.reasoning.wiring
 
-    monkeypatch.setattr(reagent_local.wiring, "Pipeline", FakePipeline)
+    monkeypatch.setattr(reagent_local.reasoning.wiring, "Pipeline", FakePipeline)
     monkeypatch.setitem(sys.modules, "reagent_local.core.log", types.SimpleNamespace(EventLog=lambda path: ("log", path)))
     return FakePipeline
 

@@ -4,10 +4,41 @@ from __future__ import annotations
 
 import pytest
 
-from reagent_local.core.channel import Channel, LogicalClock, Message
+from reagent_local.core import messages
+from reagent_local.core.channel import Channel, Message
+from reagent_local.core.clock import LogicalClock
 from reagent_local.core.knowledge import Statement, make_statement
 from reagent_local.core.log import EventLog
+from reagent_local.core.messages import MessageBody, body
 from reagent_local.core.workspace import Workspace
+
+
+@body("assert")
+class CoreStep(MessageBody):
+    """A test body: the step a statement answers."""
+
+    step: int
+
+
+@body("inform")
+class CorePassages(MessageBody):
+    """A test body: how many passages were found."""
+
+    passages: int
+
+
+@body("reject")
+class CoreReject(MessageBody):
+    """A test body: why statements are rejected, and what an escalation of them is."""
+
+    reason: str
+    kind: str = "reject"
+
+    def why(self) -> str:
+        return self.reason
+
+    def escalation(self) -> str:
+        return self.kind
 
 
 def fact(subject: str, value: str, relation: str = "capital") -> Statement:
@@ -29,6 +60,7 @@ def test_logical_clock() -> None:
     ({"type": "inform", "sender": "a", "recipients": ()}, "recipients"),
     ({"type": "inform", "sender": "a", "recipients": "b"}, "recipients"),
     ({"type": "assert", "sender": "a", "recipients": ("b",)}, "needs the statements"),
+    ({"type": "inform", "sender": "a", "recipients": ("b",), "body": CoreStep(step=1)}, "travels as 'assert'"),
 ])
 def test_message_validation(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -37,12 +69,14 @@ def test_message_validation(kwargs: dict, message: str) -> None:
 
 def test_post_logs_and_stamps_but_applies_nothing_until_the_round(channel: Channel) -> None:
     ws = channel.workspace
-    posted = channel.post(Message("assert", "verifier", ("assembler",), (fact("A", "B"),), {"step": 1}))
+    posted = channel.post(Message.of(CoreStep(step=1), "verifier", ("assembler",), (fact("A", "B"),)))
     event = ws.events()[-1]
     assert (posted.time, posted.seq) == (event.time, event.seq)
     assert event.type == "message" and event.agent == "verifier"
     assert event.payload["kind"] == "assert" and event.payload["recipients"] == ["assembler"]
     assert event.payload["statements"][0]["value"] == "B" and event.payload["payload"] == {"step": 1}
+    assert event.payload["body"] == "CoreStep"
+    assert messages.decode(event.payload["body"], event.payload["payload"]) == CoreStep(step=1) == posted.body
     assert ws.global_state() == () and channel.pending == (posted,)
 
 
@@ -52,7 +86,7 @@ def test_round_merges_duplicates_and_applies_with_message_as_parent(channel: Cha
     m1 = channel.post(Message("assert", "verifier", ("*",), (s,)))
     channel.post(Message("assert", "verifier", ("*",), (s, fact("C", "D"))))
     m3 = channel.post(Message("assert", "retriever", ("*",), (s,)))
-    info = channel.post(Message("inform", "retriever", ("verifier",), payload={"passages": 3}))
+    info = channel.post(Message.of(CorePassages(passages=3), "retriever", ("verifier",)))
     result = channel.deliver_round()
     assert result.round == 1 and result.escalations == () and channel.pending == ()
     assert [(x.agent, x.value) for x in result.applied] == [("verifier", "B"), ("verifier", "D"), ("retriever", "B")]
@@ -81,6 +115,7 @@ def test_concurrent_conflicting_asserts_are_escalated_not_applied(channel: Chann
     (record,) = result.escalations
     assert [(s.agent, s.value) for s in record.statements] == [("thread1", "Sacramento"), ("thread2", "Los Angeles")]
     assert record.message_seqs == (m1.seq, m2.seq) and record.round == 1 and "one value" in record.reason
+    assert record.bodies == (None, None)  # the messages that met carried no body
     assert (record.kind, record.source) == ("concurrent", "channel")
     escalate = ws.events()[-1]
     assert escalate.seq == record.seq and escalate.type == "escalate" and escalate.payload["to"] == "supervisor"
@@ -105,12 +140,13 @@ def test_a_reject_addressed_to_the_supervisor_is_an_escalation(channel: Channel)
     ws = channel.workspace
     a = ws.assert_statement("verifier", fact("A", "B"))
     b = ws.assert_statement("verifier", fact("C", "D", "population"))
-    reject = channel.post(Message("reject", "assembler", ("supervisor",), (a, b),
-                                  {"reason": "step 2 never mentions B", "escalation": "bridge"}))
+    reject = channel.post(Message.of(CoreReject(reason="step 2 never mentions B", kind="bridge"), "assembler",
+                                     ("supervisor",), (a, b)))
     result = channel.deliver_round()
     (record,) = result.escalations
     assert (record.kind, record.source, record.message_seqs) == ("bridge", "assembler", (reject.seq,))
     assert record.statements == (a, b) and record.reason == "step 2 never mentions B"
+    assert record.bodies == (reject.body,)  # the supervisor reads what the reject carried
     assert result.retracted == () and ws.holders(a.id) == ["verifier"]  # nothing is taken out: the supervisor decides
 
 
@@ -119,7 +155,7 @@ def test_reject_retracts_from_recipients_only(channel: Channel) -> None:
     s = fact("A", "B")
     ws.assert_statement("verifier", s)
     ws.assert_statement("assembler", s)
-    reject = channel.post(Message("reject", "controller", ("verifier",), (s,), {"reason": "stale evidence"}))
+    reject = channel.post(Message.of(CoreReject(reason="stale evidence"), "controller", ("verifier",), (s,)))
     result = channel.deliver_round()
     assert [x.agent for x in result.retracted] == ["verifier"]
     assert ws.holders(s.id) == ["assembler"]

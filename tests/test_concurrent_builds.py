@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from process_support import held_lock, read_only, small_fs, used_bytes
 
-from reagent_local import models
+from reagent_local.runtime import models
 from reagent_local.cli import main
 from reagent_local.config import load_config
 from reagent_local.errors import IndexBuildError, IndexCorruptError, IndexNotFoundError, ModelFetchError, ModelIntegrityError
@@ -34,7 +34,7 @@ from reagent_local.retrieval import swap
 PULL_SCRIPT = r'''
 import hashlib, os, sys, time, zipfile
 from pathlib import Path
-from reagent_local import models
+from reagent_local.runtime import models
 
 BLOB = b"GGUF" + (3).to_bytes(4, "little") + bytes(range(256)) * 32
 
@@ -173,7 +173,7 @@ def _pulled_fake(puller: dict, tmp_path: Path) -> Path:
 
 
 def test_a_gguf_truncated_after_it_was_verified_is_refused_before_llama_cpp(puller: dict, tmp_path: Path) -> None:
-    from reagent_local.llm import LlamaModel
+    from reagent_local.runtime.llm import LlamaModel
 
     path = _pulled_fake(puller, tmp_path)
     path.write_bytes(path.read_bytes()[:5000])
@@ -210,7 +210,7 @@ def test_a_gguf_header_overwritten_after_it_was_verified_is_refused(puller: dict
 
 def test_llama_cpp_refusing_a_damaged_gguf_becomes_one_clear_error(puller: dict, tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
-    from reagent_local.llm import LlamaModel
+    from reagent_local.runtime.llm import LlamaModel
 
     path = _pulled_fake(puller, tmp_path)  # right size, magic and version; the rest is not a model
     with pytest.raises(ModelIntegrityError) as err:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reagent_local import load_probe
+from reagent_local.runtime import load_probe
 from reagent_local.cli import cli
 
 KEYS = {"python", "packages", "llama_cpp", "cpu", "llm", "home", "models", "indexes", "probe", "ok", "problems"}

@@ -8,7 +8,7 @@ from conftest import pulled_model
 from reagent_local.bench.metrics import best_em_f1
 from reagent_local.config import load_config
 from reagent_local.core.log import EventLog
-from reagent_local.pipeline import Pipeline
+from reagent_local.reasoning.pipeline import Pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def setting(tmp_path_factory, request):
     if not data.is_file():
         pytest.skip(f"shared HotpotQA sample not found at {data}")
     model_path = pulled_model("qwen2.5-coder-1.5b")
-    from reagent_local.wiring import load_llm
+    from reagent_local.reasoning.wiring import load_llm
     from reagent_local.retrieval import Index, build_index
 
     records = {r["_id"][:8]: r for r in json.loads(data.read_text())}

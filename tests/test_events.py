@@ -8,7 +8,8 @@ import json
 import pytest
 
 from conftest import append_raw
-from reagent_local.core import events as ev
+from reagent_local.agents.messages import StepAnswer
+from reagent_local.core import events as ev, messages
 from reagent_local.core.channel import Channel, Message
 from reagent_local.core.conflicts import Verdict
 from reagent_local.core.knowledge import make_statement
@@ -175,7 +176,7 @@ def test_the_channel_and_old_writers_events_decode(path):
     with EventLog(path) as log:
         ws = Workspace.start(log, "q", {})
         channel = Channel(ws)
-        channel.post(Message("assert", "verifier", ("assembler",), (SAC,), {"step": 1}))
+        channel.post(Message.of(StepAnswer(step=1), "verifier", ("assembler",), (SAC,)))
         channel.post(Message("assert", "retriever", ("assembler",), (LA,)))
         result = channel.deliver_round()
         ws.record_judgement("verifier", SAC, LA, Verdict(True, "two capitals"), cached=False)
@@ -184,7 +185,8 @@ def test_the_channel_and_old_writers_events_decode(path):
     kinds = [type(b) for b in bodies]
     assert kinds == [ev.Checkpoint, ev.Message, ev.Message, ev.Round, ev.Escalate, ev.Judgement, ev.ConflictSet]
     first, escalate, judged = bodies[1], bodies[4], bodies[5]
-    assert first.kind == "assert" and first.statements == (SAC,) and first.payload == {"step": 1}
+    assert first.kind == "assert" and first.statements == (SAC,) and first.body == "StepAnswer"
+    assert messages.decode(first.body, first.payload) == StepAnswer(step=1)
     assert bodies[3].escalated == ((("verifier", SAC.id), ("retriever", LA.id)),)
     assert escalate.statements[0].value == "Sacramento" and escalate.round == result.round == 1
     assert judged == ev.Judgement(a=("", SAC.id), b=("", LA.id), a_text=SAC.text, b_text=LA.text, conflict=True,

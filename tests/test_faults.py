@@ -21,7 +21,7 @@ from typing import Iterator
 import pytest
 from conftest import REPO, shared_data_dir
 
-from reagent_local import models
+from reagent_local.runtime import models
 from reagent_local.core.log import EventLog
 from reagent_local.errors import LogError
 

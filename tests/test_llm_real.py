@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from conftest import pulled_model
 from reagent_local.errors import ChatTemplateError, LLMTruncatedError, ModelIntegrityError
-from reagent_local.llm import LlamaModel
+from reagent_local.runtime.llm import LlamaModel
 
 pytestmark = pytest.mark.slow
 

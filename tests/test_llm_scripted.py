@@ -2,7 +2,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from reagent_local.errors import LLMOutputError, LLMTruncatedError
-from reagent_local.llm import LLM, parse_json_output
+from reagent_local.runtime.llm import LLM, parse_json_output
 from reagent_local.testing import ScriptedLLM
 
 
@@ -56,7 +56,7 @@ def test_raw_newlines_inside_strings_are_accepted():
 
 def test_schemas_llama_cpp_cannot_compile_are_refused_before_the_call():
     from reagent_local.errors import SchemaError
-    from reagent_local.llm import LlamaModel, check_grammar_limits
+    from reagent_local.runtime.llm import LlamaModel, check_grammar_limits
 
     class Essay(BaseModel):
         text: str = Field(max_length=4000)
@@ -72,7 +72,7 @@ def test_schemas_llama_cpp_cannot_compile_are_refused_before_the_call():
 def test_span_probability_is_the_geometric_mean_of_the_value_tokens():
     import math
 
-    from reagent_local.llm import span_probability
+    from reagent_local.runtime.llm import span_probability
 
     raw = '{"answer": "Mara Lind", "passages": [1]}'
     tokens = [('{"', -2.0), ("answer", -5.0), ('":', -0.1), (' "', -1.0), ("Mara", math.log(0.5)),

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local import load_probe
+from reagent_local.runtime import load_probe
 from reagent_local.config import load_config
-from reagent_local.cpu import CpuInfo, extra_buffers_enabled, parse_cpuinfo
+from reagent_local.runtime.cpu import CpuInfo, extra_buffers_enabled, parse_cpuinfo
 from reagent_local.errors import ConfigError, NativeCrashError
-from reagent_local.load_probe import safe_extra_buffers
+from reagent_local.runtime.load_probe import safe_extra_buffers
 
 XEON_AMX = """processor\t: 0
 vendor_id\t: GenuineIntel
@@ -60,7 +60,7 @@ def test_the_setting_is_read_from_the_environment_and_checked() -> None:
 
 def test_the_setting_reaches_llama_cpps_model_parameters() -> None:
     native = pytest.importorskip("llama_cpp.llama_cpp")
-    from reagent_local.native_load import model_params_with
+    from reagent_local.runtime.native_load import model_params_with
 
     default = native.llama_model_default_params().use_extra_bufts
     with model_params_with(extra_buffers=False):
@@ -71,7 +71,7 @@ def test_the_setting_reaches_llama_cpps_model_parameters() -> None:
 
 
 def test_wiring_passes_the_setting_and_the_homes_cache_to_the_model(tmp_path: Path) -> None:
-    from reagent_local.wiring import load_llm
+    from reagent_local.reasoning.wiring import load_llm
 
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + b"\0" * 64)
@@ -170,8 +170,8 @@ def test_the_key_changes_with_the_setting_the_build_and_the_file(model_file: Pat
 def test_a_real_model_loads_with_extra_buffers_off_when_the_probe_child_dies(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import pulled_model
-    from reagent_local.llm import LlamaModel
-    from reagent_local.native_load import extra_buffers_of
+    from reagent_local.runtime.llm import LlamaModel
+    from reagent_local.runtime.native_load import extra_buffers_of
 
     path = pulled_model("smollm2-135m")
     load_probe.forget_verdicts()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local import models
+from reagent_local.runtime import models
 from reagent_local.errors import ModelFetchError, ModelIntegrityError, ModelNotFoundError
 
 PARTS = [b"GGUF" + b"a" * 3000, b"b" * 2500, b"c" * 10]

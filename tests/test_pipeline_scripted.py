@@ -3,10 +3,10 @@
 
 import pytest
 
-from reagent_local.answer import Answer
+from reagent_local.reasoning.answer import Answer
 from reagent_local.errors import ModelIntegrityError, QuestionError
 from reagent_local.core.log import EventLog
-from reagent_local.pipeline import Pipeline
+from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM, answer_citing
 
 from scenario_runs import QUESTION as OLYMPICS_Q
@@ -43,9 +43,10 @@ def event_types(log, run_id):
 
 
 def step_evidence(log, run_id, step):
-    """The passages of every retriever message for one step, in order (a retry's come after the first)."""
+    """The passages of every retriever message for one step (None: the whole question), in order (a retry's come
+    after the first)."""
     return [e.payload["payload"]["passages"] for e in log.events(run_id)
-            if e.type == "message" and e.payload["kind"] == "inform" and e.payload["payload"].get("step") == step]
+            if e.type == "message" and e.payload["body"] == "EvidenceFound" and e.payload["payload"]["step"] == step]
 
 
 def test_two_hop_question_without_conflict(index, log):
@@ -488,6 +489,44 @@ def test_a_chain_that_loses_to_the_whole_question_is_rolled_back_at_its_weakest_
                             "judged": False, "reason": answer.roads["reason"]} and answer.roads["reason"]
 
 
+def test_two_roads_that_disagree_meet_on_the_channel_and_the_supervisor_settles_them_in_the_trace(index, log):
+    """The roads' answers travel as two asserts in one round; the channel escalates them; the supervisor's verdict
+    rolls the chain back; the trace shows each of these in order."""
+    import io
+
+    from rich.console import Console
+
+    from reagent_local.agents.messages import CHAIN, WHOLE, RoadAnswer
+    from reagent_local.core import messages
+    from reagent_local.trace import load_trace
+    from reagent_local.trace.terminal import render
+
+    llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
+    answer = pipeline(llm, roads_index(index), log, two_roads=True, min_confidence=0.0).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.roads["winner"] == WHOLE
+    events = log.events(answer.run_id)
+    roads = [(e, messages.decode(e.payload["body"], e.payload["payload"])) for e in events
+             if e.type == "message" and e.payload["body"] == "RoadAnswer"]
+    assert [(type(b), b.road.name, b.road.answer) for _, b in roads] == [
+        (RoadAnswer, CHAIN, "the painter"), (RoadAnswer, WHOLE, "Ilse Lind")]
+    assert roads[0][1].steps and roads[1][1].evidence.passages  # the chain's steps, the passages the whole read
+    escalate = next(e for e in events if e.type == "escalate")
+    round_ = next(e for e in events if e.seq == escalate.parent_seq)
+    seqs = [e.seq for e, _ in roads]
+    assert round_.type == "round" and set(seqs) <= set(round_.payload["messages"])  # one round
+    assert escalate.agent == "channel" and escalate.payload["source"] == "channel" and escalate.payload["messages"] == seqs
+    after = [e for e in events if e.seq > escalate.seq]
+    signal = next(e for e in after if e.type == "signal")
+    assert signal.agent == "supervisor" and signal.payload["signal"] == "two-roads" and signal.payload["fired"]
+    assert [e.type for e in after if e.type in ("conflict_set", "rollback_global")] == ["conflict_set", "rollback_global"]
+    out = io.StringIO()
+    render(load_trace(log, answer.run_id), Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    shown = [text.index(part) for part in ("escalates to supervisor", "'the painter' vs 'Ilse Lind'", "signal two-roads",
+                                           "MINIMAL CONFLICT SET (from two-roads)", "GLOBAL ROLLBACK")]
+    assert shown == sorted(shown)
+
+
 def test_read_trusted_chains_meets_a_trusted_chain_with_the_whole_question(index, log):
     llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
     answer = pipeline(llm, roads_index(index), log, two_roads=True, read_trusted_chains=True).ask(MOTHER_Q)
@@ -721,7 +760,7 @@ def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_pass
     # a rule decided the new chain from a sure, checked step, yet the whole question was read
     assert answer.roads is not None and answer.roads["chain"] == "Karin Berg"
     assert "the plan was made again" in answer.roads["reason"]
-    whole = step_evidence(log, answer.run_id, "whole question")
+    whole = step_evidence(log, answer.run_id, None)
     # the first plan's page, which the whole question's own search does not rank, is read
     assert len(whole) == 1 and "Blue Harbour (1998)" in [p["title"] for p in whole[0]]
     assert answer.answer == "Ilse Lind" and answer.roads["winner"] == "whole question"

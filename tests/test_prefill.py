@@ -5,9 +5,9 @@ import pytest
 from conftest import pulled_model
 from reagent_local.agents import PROMPTS
 from reagent_local.agents.schemas import Decomposition, SubAnswer
-from reagent_local.llm import LlamaModel
-from reagent_local.prefill import aligned_blocks, reusable_prefix
-from reagent_local.prompts import render_messages
+from reagent_local.runtime.llm import LlamaModel
+from reagent_local.runtime.prefill import aligned_blocks, reusable_prefix
+from reagent_local.runtime.prompts import render_messages
 
 
 def test_reuse_stops_at_a_block_boundary_inside_the_block_evaluated_part():

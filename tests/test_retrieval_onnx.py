@@ -121,7 +121,7 @@ def test_a_damaged_export_is_exported_again_and_said(models_dir, tmp_path, monke
     good = export_folder(models_dir, NAME)
     exported = []
 
-    def fake_export(name: str, into: Path) -> dict:  # the real one takes ~30 s; its result is tested above
+    def fake_export(name: str, into: Path, encode) -> dict:  # the real one takes ~30 s; its result is tested above
         exported.append(name)
         shutil.rmtree(into)
         shutil.copytree(good, into)

@@ -77,3 +77,24 @@ def test_values_of_different_steps_that_cannot_both_hold_are_escalated():
     results = [StepResult(0, "q0", "Sacramento", a, (), ()), StepResult(1, "q1", "Los Angeles", b, (), ())]
     (found,) = assembler(ScriptedLLM()).contradictions(results)
     assert found.kind == "value" and set(found.statements) == {a, b}
+
+
+def test_the_second_road_reads_the_evidence_sent_to_it_and_snaps_to_an_option():
+    from reagent_local.agents.messages import EvidenceFound
+    from reagent_local.core.channel import Message
+
+    from roles_support import evidence
+
+    passages = evidence(("Red Sky", "Red Sky (film) is a 1962 film."))
+    question = "Which film came out first, Blue Harbour or Red Sky?"
+    found = EvidenceFound.of(None, passages)
+    inbox = [Message.of(found, "retriever", ("assembler",)), Message.of(EvidenceFound.of(0, passages), "retriever",
+                                                                         ("verifier", "assembler"))]
+    assert AnswerAssembler.read(inbox) == [found]  # the whole question's, not a step's
+    llm = ScriptedLLM()
+    llm.add_rule({"answer": "Red Sky (film)", "passages": [1], "subject": "", "relation": "other"}, schema="SubAnswer")
+    rules = RuleSet(("all",))
+    snapped = AnswerAssembler(caller(llm), ConflictChecker(), rules).read_whole(question, found.evidence)
+    assert snapped.answer == "Red Sky" and rules.names_fired == ["option-snap"]
+    as_read = assembler(llm, ("all", "-option-snap")).read_whole(question, found.evidence)
+    assert as_read.answer == "Red Sky (film)"

@@ -8,7 +8,7 @@ from reagent_local.agents.controller import Budget, BudgetExhausted, Controller
 from reagent_local.agents.verifier import Candidate, Verifier
 from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
-from reagent_local.plan import SubQuestion
+from reagent_local.reasoning.plan import SubQuestion
 from reagent_local.rules import RuleSet
 from reagent_local.testing import ScriptedLLM
 
@@ -73,3 +73,29 @@ def test_the_budget_stops_at_its_call_limit():
     budget.charge_call()
     with pytest.raises(BudgetExhausted, match="1 LLM calls"):
         budget.charge_call()
+
+
+def test_the_controller_owns_the_budgets_a_step_solved_again_gets_one_retry():
+    budget = Budget(max_llm_calls=1, max_seconds=60)
+    controller = Controller(RuleSet(), budget=budget, max_retries=2)
+    assert (controller.retries(fresh=False), controller.retries(fresh=True)) == (2, 1)
+    assert Controller(RuleSet(), max_retries=0).retries(fresh=True) == 0
+    controller.check_budget()
+    budget.charge_call()  # the call ledger charges every model call to the controller's budget
+    with pytest.raises(BudgetExhausted):
+        controller.check_budget()
+    assert Controller(RuleSet()).budget.max_seconds == float("inf")  # on its own: no limit
+
+
+def test_the_controller_rewards_the_agents_of_the_statements_an_answer_stood_on():
+    from reagent_local.agents.messages import AnswerMade, Recheck
+    from reagent_local.core.channel import Message
+
+    controller = Controller(RuleSet())
+    controller.penalise("verifier")
+    stood_on = make_statement("q -> a", agent="verifier", subquestion=0)
+    controller.read([Message.of(AnswerMade(answer="a", rule="chain-last-step"), "assembler", ("controller",),
+                                (stood_on,)),
+                     Message.of(Recheck(step=0, statement="q -> a", question="q"), "controller", ("verifier",),
+                                (stood_on,))])  # not an answer: no reward
+    assert controller.score("verifier") == 0.85

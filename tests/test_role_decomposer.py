@@ -104,3 +104,23 @@ def test_replan_says_what_failed_and_marks_the_new_plan():
     new = agent.replan(QUESTION, old, "step 2 found no answer")
     assert new.attempt == 2 and new.reason == "step 2 found no answer"
     assert "What failed: step 2 found no answer" in llm.requests[-1].messages[-1]["content"]
+
+
+def test_a_new_plan_that_asks_what_the_old_one_asked_is_the_same_plan():
+    from reagent_local.reasoning.plan import plan_from
+
+    old = [("Who directed Blue Harbour?", "Who directed Blue Harbour?"), ("Where was #1 born?", "Where was Mara Lind born?")]
+    same = plan_from(["Who directed Blue Harbour?", "Where was Mara Lind born?"], 4)  # #1 written out
+    assert QuestionDecomposer.same_plan(same, old)
+    assert QuestionDecomposer.same_plan(plan_from(["Who directed Blue Harbour?", "Where was #1 born?"], 4), old)
+    assert not QuestionDecomposer.same_plan(plan_from(["Who directed Blue Harbour?", "When was #1 born?"], 4), old)
+    assert not QuestionDecomposer.same_plan(same[:1], old)
+    assert not QuestionDecomposer.same_plan(plan_from(["Who directed Blue", "Where was Mara"], 4), old)  # no substrings
+
+
+def test_plan_checks_switched_off_send_nothing_back():
+    llm = ScriptedLLM(responses=[{"subquestions": ["Who directed the film?", "Where was #1 born?"]}])
+    agent, rules = decomposer(llm, ("all", "-keep-named-parts", "-anchor-each-step"))
+    plan = agent.plan("Where was the director of Blue Harbour born?")
+    assert [s.text for s in plan.steps] == ["Who directed the film?", "Where was #1 born?"]
+    assert len(llm.requests) == 1 and rules.names_fired == []

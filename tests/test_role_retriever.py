@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reagent_local.agents.messages import PlanMade, Recheck, Rejection
 from reagent_local.agents.retriever import RetrieverAgent, SearchRequest
 from reagent_local.core.channel import Message
 from reagent_local.core.knowledge import make_statement
@@ -82,12 +83,13 @@ def test_sentences_are_not_split_at_initials_or_abbreviations():
     assert focus("One very long sentence " * 30, "long", 100).endswith(" ...")
 
 
-def reject(step: int = 0, query: str = "Blue Harbour") -> Message:
+def reject(step: int = 0, query: str = "Blue Harbour", subjects: tuple[str, ...] = ()) -> Message:
     statement = make_statement("Who directed Blue Harbour? -> Tom Hale", subquestion=step)
-    return Message("reject", "verifier", ("retriever",), (statement,), {
-        "step": step, "question": "Who directed Blue Harbour?", "query": query,
-        "reasons": ["the answer 'Tom Hale' does not appear in the cited passages"],
-        "hints": ["Blue Harbour", "Mara Lind"], "exclude": ["Harbour Lights#0"]})
+    return Message.of(Rejection(
+        step=step, answer="Tom Hale", question="Who directed Blue Harbour?", query=query, tried=(query,),
+        reasons=("the answer 'Tom Hale' does not appear in the cited passages",),
+        hints=("Blue Harbour", "Mara Lind"), exclude=("Harbour Lights#0",), subjects=subjects),
+        "verifier", ("retriever",), (statement,))
 
 
 def test_a_reject_in_the_inbox_becomes_a_reformulated_search():
@@ -106,13 +108,16 @@ def test_a_repeated_query_is_widened_with_the_hints():
     assert request.query == "Who directed Blue Harbour? Blue Harbour Mara Lind"
 
 
-def test_a_challenge_restarts_the_step_and_other_messages_are_ignored():
+def test_a_challenge_restarts_the_step_and_a_plan_starts_the_independent_searches():
     statement = make_statement("Who directed Blue Harbour? -> Mara Lind", subquestion=1)
-    challenge = Message("challenge", "controller", ("retriever", "verifier"), (statement,),
-                        {"step": 1, "question": "Who directed Blue Harbour?", "exclude": []})
-    inform = Message("inform", "decomposer", ("retriever",), payload={"subquestions": ["x"]})
-    requests = RetrieverAgent(index(), None).read([inform, challenge])
+    challenge = Message.of(Recheck(step=1, statement=statement.text, question="Who directed Blue Harbour?"),
+                           "controller", ("retriever", "verifier"), (statement,))
+    plan = Message.of(PlanMade(subquestions=("Who directed Blue Harbour?", "Where was Mara Lind born?", "When was #1 born?"),
+                               depends_on=((), (), (0,))), "decomposer", ("retriever",))
+    retriever = RetrieverAgent(index(), None)
+    requests = retriever.read([plan, challenge])
     assert requests == [SearchRequest(1, "Who directed Blue Harbour?", (), restart=True)]
+    assert sorted(retriever._prefetched) == ["Where was Mara Lind born?", "Who directed Blue Harbour?"]
 
 
 def test_the_whole_question_gathers_its_own_passages_and_the_steps_cited_ones():
@@ -174,7 +179,15 @@ def test_a_rejected_step_reads_its_subjects_article_further():
 
 
 def test_a_reject_naming_subjects_asks_to_read_them_further():
-    message = reject()
-    message.payload["subjects"] = ["Mara Lind"]
-    (request,) = RetrieverAgent(index(), None).read([message])
+    (request,) = RetrieverAgent(index(), None).read([reject(subjects=("Mara Lind",))])
     assert request.further == ("Mara Lind",)
+
+
+def test_what_a_step_builds_on_names_each_earlier_answers_own_article():
+    idx = index()
+    idx.add("Mara Lind (director)", "Mara Lind is a director.", 1)
+    retriever = RetrieverAgent(idx, None)
+    cited = evidence(("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")).passages
+    about = retriever.built_on([("Mara Lind", cited), ("unknown", ()), ("yes", cited), ("Tom Hale", ())])
+    assert [(b.answer, b.read_from, b.article) for b in about] == [
+        ("Mara Lind", frozenset({"Blue Harbour#0"}), "Mara Lind"), ("Tom Hale", frozenset(), "")]

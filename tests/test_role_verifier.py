@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reagent_local.agents.evidence import grounded_in, is_unknown, looks_like_instruction
-from reagent_local.agents.verifier import Accept, BuiltOn, Candidate, GiveUp, Retry, Verifier, off_subject
+from reagent_local.agents.evidence import BuiltOn, grounded_in, is_unknown, looks_like_instruction
+from reagent_local.agents.messages import EvidenceFound, Recheck
+from reagent_local.agents.verifier import Accept, Candidate, GiveUp, Retry, Verifier
 from reagent_local.core.channel import Message
 from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
 from reagent_local.rules import RuleSet
+from reagent_local.rules.doubt_rules import off_subject
 from reagent_local.testing import ScriptedLLM
 
 from roles_support import caller, evidence
@@ -94,11 +96,15 @@ def test_the_type_rules_reject_and_can_be_switched_off():
     assert not any("place" in p for p in verifier(rules=("all", "-place-or-name-answer")).check(where, EVIDENCE).problems)
 
 
-def test_challenged_statements_are_read_from_the_inbox():
+def test_the_inbox_says_what_to_withdraw_and_what_to_verify():
     statement = make_statement("q -> a", subquestion=0)
-    inbox = [Message("challenge", "controller", ("verifier",), (statement,), {"step": 0}),
-             Message("inform", "retriever", ("verifier",), payload={"step": 0})]
-    assert Verifier.read(inbox) == [statement]
+    found = EvidenceFound.of(0, EVIDENCE)
+    inbox = [Message.of(Recheck(step=0, statement="q -> a", question="q"), "controller", ("verifier",), (statement,)),
+             Message.of(found, "retriever", ("verifier",)),
+             Message.of(EvidenceFound.of(None, EVIDENCE), "retriever", ("assembler",))]  # the whole question's
+    reading = Verifier.read(inbox)
+    assert reading.withdraw == (statement,) and reading.verify == (found,)
+    assert found.evidence == EVIDENCE
 
 
 def unsure(answer: str, probability: float, cited: int = 0):
@@ -198,3 +204,33 @@ def test_an_answer_from_a_passage_that_never_names_a_bridge_without_an_article_i
     assert off_subject((person,), [BuiltOn("Blue Harbour")]) is None
     unread = attempt("Tom Hale", cited=1, relation="other", about=[BuiltOn("Blue Harbour")])
     assert unread.check.ok and isinstance(verifier().decide([unread], retries=2, local=True), Accept)
+
+
+def test_a_retry_becomes_the_reject_the_retriever_reads():
+    agent = verifier()
+    first, second = attempt("Tom Hale", cited=0), attempt("Harbour Lights", cited=0, relation="other")
+    retry = agent.decide([first, second], retries=2, local=True)
+    assert isinstance(retry, Retry) and second.check.retry_signal == "check-failed"
+    reject = agent.rejection(3, [first, second], retry, built_on=["Mara Lind", "unknown", "Mara Lind"])
+    assert (reject.step, reject.answer, reject.question, reject.query) == (3, "Harbour Lights", QUESTION, QUESTION)
+    assert reject.reasons == retry.reasons and reject.why() == "; ".join(retry.reasons)
+    assert reject.tried == (QUESTION, QUESTION) and reject.hints == retry.hints
+    assert reject.subjects == ("Mara Lind", "Blue Harbour")  # what it builds on (known), then the subject named
+
+
+def test_the_off_subject_doubt_is_a_rule_and_switches_off():
+    assert verifier().acts_on_doubts and not verifier(rules=("all", "-off-subject")).acts_on_doubts
+    local_off = Verifier(caller(ScriptedLLM()), ConflictChecker(), RuleSet(("all",)), local=False)
+    assert not local_off.acts_on_doubts  # nothing would act on a doubt
+    candidate = Candidate(0, QUESTION, "Tom Hale", (EVIDENCE.passages[1],), "Blue Harbour", "other")
+    doubted = verifier().check(candidate, EVIDENCE, about=[BLUE_HARBOUR])
+    assert doubted.doubts and doubted.retry_signal == "off-subject"
+    assert not verifier(rules=("all", "-off-subject")).check(candidate, EVIDENCE, about=[BLUE_HARBOUR]).doubts
+    rules = RuleSet(("all",))
+    Verifier(caller(ScriptedLLM()), ConflictChecker(), rules).check(candidate, EVIDENCE, about=[BLUE_HARBOUR])
+    assert rules.names_fired == ["off-subject"]
+
+
+def test_the_next_reading_is_told_the_answers_given_up_and_those_that_failed_a_check():
+    failed, unsure = attempt("Tom Hale", cited=0), attempt("Mara Lind")
+    assert Verifier.not_again([failed, unsure, attempt("unknown")], {"Ann Berg"}) == ["Ann Berg", "Tom Hale"]

@@ -6,7 +6,7 @@ import pytest
 
 from reagent_local.config import load_config
 from reagent_local.errors import ConfigError
-from reagent_local.plan import plan_from
+from reagent_local.reasoning.plan import plan_from
 from reagent_local.rules import RULES, RuleSet, answer_type_problem, describe_rules, resolve
 from reagent_local.rules.answer_types import number_missing, only_date_or_number, yes_no_mismatch
 from reagent_local.rules.assemble_rules import (
@@ -23,8 +23,17 @@ def test_every_rule_is_named_staged_and_documented_in_one_line():
     assert len(RULES) >= 12
     for name, stage, summary in describe_rules():
         assert name == name.lower() and " " not in name
-        assert stage in {"plan", "check", "final", "assemble", "constrain"}
+        assert stage in {"plan-check", "plan-reshape", "check", "doubt", "final", "trust", "assemble", "constrain", "snap"}
         assert summary and "\n" not in summary
+
+
+def test_every_question_shape_decision_of_the_roles_is_a_rule():
+    """The decisions that read a question's shape are registered where the role that owns them looks."""
+    stages = {name: stage for name, stage, _ in describe_rules()}
+    assert {n for n, s in stages.items() if s == "plan-check"} == {"keep-named-parts", "split-the-question",
+                                                                   "anchor-each-step"}
+    assert {n for n, s in stages.items() if s == "plan-reshape"} == {"either-or-steps", "single-step-verbatim"}
+    assert (stages["off-subject"], stages["either-or-trust"], stages["option-snap"]) == ("doubt", "trust", "snap")
 
 
 def test_a_rule_spec_switches_rules_on_and_off():

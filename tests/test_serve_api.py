@@ -267,8 +267,9 @@ def test_another_process_asks_and_reads_the_same_log_while_the_server_answers(sl
                       timeout=60) as response:
         events = iter_sse(response.iter_lines())
         served = next(d["run_id"] for n, d in events if n == "run")
+        path = os.pathsep.join(filter(None, [str(tests), os.environ.get("PYTHONPATH")]))  # keep the caller's
         other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                               env={**os.environ, "PYTHONPATH": str(tests)})
+                               env={**os.environ, "PYTHONPATH": path})
         listed = subprocess.run([sys.executable, "-m", "reagent_local", "trace", "list", "--json", "--log",
                                  str(log_path)], capture_output=True, text=True, timeout=120)
         rest = list(events)

@@ -81,9 +81,10 @@ def test_twenty_clients_at_once_each_get_an_answer_or_a_429_and_the_log_holds_ea
 def test_ctrl_c_stops_the_running_run_at_its_next_step_marks_it_and_refuses_the_waiting(tmp_path, sig):
     log_path, url_file = tmp_path / "log.duckdb", tmp_path / "url"
     support = Path(__file__).with_name("serve_support.py")
+    path = os.pathsep.join(filter(None, [str(support.parent), os.environ.get("PYTHONPATH")]))  # keep the caller's
     server = subprocess.Popen([sys.executable, str(support), str(log_path), str(url_file), "0.4"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+                              env={**os.environ, "PYTHONPATH": path})
     try:
         deadline = time.monotonic() + 60
         while not url_file.is_file() or not url_file.read_text():

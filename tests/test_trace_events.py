@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from conftest import append_raw
+from reagent_local.agents.messages import StepAnswer
 from reagent_local.core import events as ev
 from reagent_local.core.channel import Channel, Message
 from reagent_local.core.knowledge import make_statement
@@ -30,7 +31,7 @@ def typed_run(log: EventLog) -> str:
                                                   "When was the Statue of Liberty built?"], depends_on=[[], []]))
     cp = ws.checkpoint("before step 1")
     wrong = make_statement("When was the Eiffel Tower built? -> 1900", subquestion=0)
-    channel.post(Message("assert", "verifier", ("assembler",), (wrong,), {"step": 0, "answer": "1900"}))
+    channel.post(Message.of(StepAnswer(step=0, answer="1900"), "verifier", ("assembler",), (wrong,)))
     channel.deliver_round()
     ws.record("verifier", ev.Decision(step=0, decision="retry", answer="1900", confidence=0.2,
                                       reasons=["'1900' is in none of the passages"], query="Eiffel Tower built"))

@@ -143,3 +143,7 @@ def test_retriever_messages_name_the_infobox_facts_they_carried():
     item = Item(seq=5, time=5, agent="retriever", type="message", kind="inform", summary="", payload=payload)
     line = describe(item, {}, {})
     assert "1 passages" in line and "1 infobox facts: Aruba: population = 103,400" in line
+    # a typed body logs each fact whole (an older log, above, only its text): the trace shows the same line
+    payload["payload"]["facts"] = [{"subject": "Aruba", "relation": "population", "value": "103,400",
+                                    "passage_id": "Aruba#0", "text": "Aruba: population = 103,400"}]
+    assert describe(item, {}, {}) == line

@@ -11,7 +11,7 @@ from typing import Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel
 
-from ..llm import JsonResult, Message
+from ..runtime.llm import JsonResult, Message
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -4,6 +4,8 @@ The enabled ``assemble`` rules (reagent_local.rules.assemble_rules) decide clear
 in code: a chain answered by its last step, comparisons of dates and numbers, "both"
 and "the same ..." questions, an option named by a step; the model is asked otherwise
 (grammar-bound to the question's two options when the ``option-grammar`` rule applies).
+For the second road it reads the whole question over the evidence the retriever sent it
+(:meth:`AnswerAssembler.read`), its answer put in the question's words by the ``snap`` rules.
 Contradictions between sub-questions are escalated to the Supervisor: verified
 statements whose values cannot both hold (the core's rules); a bridge that does not
 hold: step j was asked about answer #k, yet none of step j's evidence mentions that
@@ -16,15 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..core.channel import Message
 from ..core.conflicts import ConflictChecker
 from ..core.knowledge import Statement, make_statement
-from ..prompts import render_messages
 from ..rules import RuleSet
 from ..rules.assemble_rules import grammar_options
-from ..rules.shapes import either_or_options, matching_option
-from ..text import normalize
+from ..runtime.prompts import render_messages
+from ..text import is_yes_no_value
 from . import PROMPTS, Caller
 from .evidence import Evidence, EvidencePassage, grounded_in, is_unknown
+from .messages import EvidenceFound
 from .schemas import FinalAnswer, option_answer
 from .verifier import Candidate, read_passages
 
@@ -92,7 +95,7 @@ class AnswerAssembler:
                 earlier = by_index.get(k)
                 if earlier is None or earlier.statement is None or is_unknown(earlier.answer):
                     continue  # nothing to reconcile: an unanswered step is not a contradiction
-                if normalize(earlier.answer) in {"yes", "no"} or not step.evidence_texts:
+                if is_yes_no_value(earlier.answer) or not step.evidence_texts:
                     continue
                 if is_unknown(step.answer):
                     # step j found nothing, and nothing it read mentions answer #k beyond the passage #k was
@@ -129,11 +132,18 @@ class AnswerAssembler:
         return Assembly(" ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split()))
 
     def read_whole(self, question: str, evidence: Evidence) -> Candidate:
-        """The second road: the whole question answered from the run's evidence (an option, for 'A or B?')."""
+        """The second road: the whole question answered from the run's evidence, then the ``snap`` rules (an
+        answer naming an option of 'A or B?' becomes that option)."""
         candidate = read_passages(self.call, AGENT, -1, question, evidence)
-        opts = either_or_options(question)
-        option = matching_option(candidate.answer, opts) if opts is not None else None
-        if option is not None and option != candidate.answer:
-            return Candidate(candidate.subquestion, question, option, candidate.cited, candidate.subject,
-                             candidate.relation, candidate.probability)
+        for rule in self.rules.active("snap"):
+            snapped = rule.fn(question, candidate.answer)
+            if snapped is not None:
+                self.rules.fire(rule.name, detail=f"{candidate.answer!r} -> {snapped!r}")
+                return Candidate(candidate.subquestion, question, snapped, candidate.cited, candidate.subject,
+                                 candidate.relation, candidate.probability)
         return candidate
+
+    @staticmethod
+    def read(inbox: Sequence[Message]) -> list[EvidenceFound]:
+        """The evidence the retriever found for the whole question (the second road reads it)."""
+        return [m.body for m in inbox if isinstance(m.body, EvidenceFound) and m.body.step is None]

@@ -1,6 +1,8 @@
-"""Controller (A_C): the per-question budget, reliability scores, skips, overrides and challenges.
+"""Controller (A_C): the per-question budgets, reliability scores, skips, overrides and challenges.
 
-Its decisions are values the loop carries out:
+It owns the budgets: the run's :class:`Budget` of LLM calls and seconds (every model call
+is charged to it), the retries a step gets (:meth:`Controller.retries`), the global
+rollbacks and new plans a question gets. Its decisions are values the loop carries out:
 
 - :meth:`Controller.skip`: a step whose input step found no answer is not attempted;
 - :meth:`Controller.override`: when the verifier gives up on a step, keep the best
@@ -11,9 +13,9 @@ Its decisions are values the loop carries out:
 - :meth:`Controller.may_replan`: a plan whose step found no usable answer is made again, once.
 
 Reliability starts at 1.0 for every agent, drops when a statement of that agent is
-discarded and recovers a little when one survives to the final answer; the supervisor
-weighs confidence by it. When the budget runs out the loop stops and returns the
-best-supported answer marked uncertain.
+discarded and recovers a little when one survives to the final answer (it reads the
+assembler's answer in its inbox); the supervisor weighs confidence by it. When the budget
+runs out the loop stops and returns the best-supported answer marked uncertain.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Mapping, Sequence
 
+from ..core.channel import Message
 from ..core.knowledge import Statement
-from ..plan import SubQuestion
+from ..reasoning.plan import SubQuestion
 from ..rules import RuleSet, answer_type_problem
 from .evidence import is_unknown
+from .messages import AnswerMade
 from .verifier import Attempt
 
 AGENT = "controller"
@@ -64,6 +68,16 @@ class Budget:
         """Count one LLM call, or raise when the budget is already spent."""
         self.check()
         self.llm_calls += 1
+
+    @classmethod
+    def unlimited(cls) -> "Budget":
+        """No limit (a controller used on its own, in tests)."""
+        return cls(max_llm_calls=1 << 62, max_seconds=float("inf"))
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
 
     def check(self) -> None:
         """Raise RunCancelled when the stop hook gives a reason, BudgetExhausted when calls or seconds are spent."""
@@ -113,8 +127,10 @@ class Controller:
     """Keeps reliability scores and decides when to skip, override, challenge or stop."""
 
     rules: RuleSet
+    budget: Budget = field(default_factory=Budget.unlimited)
     challenge_after: int = 2
     max_rollbacks: int = 2
+    max_retries: int = 2  # retries of one step (a step solved again after a rollback gets at most one)
     reliability: dict[str, float] = field(default_factory=dict)
     conflicts_per_step: Counter = field(default_factory=Counter)
     challenged: set[int] = field(default_factory=set)
@@ -135,6 +151,21 @@ class Controller:
         """A statement of this agent survived to the final answer."""
         self.reliability[agent] = round(min(1.0, self.score(agent) + 0.05), 4)
         return self.reliability[agent]
+
+    def check_budget(self) -> None:
+        """Stop the run (an exception) when its budget is spent or its caller asks it to stop."""
+        self.budget.check()
+
+    def retries(self, fresh: bool) -> int:
+        """How many times a step may be retried: fewer for one solved again after a rollback or a challenge."""
+        return min(1, self.max_retries) if fresh else self.max_retries
+
+    def read(self, inbox: Sequence[Message]) -> None:
+        """Reward the agents whose statements the assembler's answer stood on."""
+        for message in inbox:
+            if isinstance(message.body, AnswerMade):
+                for statement in message.statements:
+                    self.reward(statement.agent)
 
     def skip(self, sub: SubQuestion, answers: Mapping[int, str]) -> Skip | None:
         """Skip a step that uses an answer no step found ("Where was unknown born?")."""

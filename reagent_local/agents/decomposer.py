@@ -1,11 +1,12 @@
 """Question-Decomposer (A_Q): a question -> a plan of 1..4 ordered sub-questions.
 
-The model proposes the plan; the enabled ``plan`` rules (reagent_local.rules.plan_rules)
+The model proposes the plan; the enabled ``plan-check`` rules (reagent_local.rules.plan_rules)
 then send back a plan that drops a name of the question, restates the whole question in
-a step, or has a later step that names nothing and uses no earlier answer; they drop the
-off-topic steps of an either-or question and keep a one-step plan verbatim. When a plan
-fails later (a step finds no usable answer), the loop asks for a new plan with
-:meth:`QuestionDecomposer.replan`, saying what failed.
+a step, or has a later step that names nothing and uses no earlier answer; the
+``plan-reshape`` rules drop the off-topic steps of an either-or question and keep a
+one-step plan verbatim. When a plan fails later (a step finds no usable answer), the
+loop asks for a new plan with :meth:`QuestionDecomposer.replan`, saying what failed; a
+new plan that asks what the old one asked changes nothing (:meth:`QuestionDecomposer.same_plan`).
 """
 
 from __future__ import annotations
@@ -14,19 +15,15 @@ import json
 from typing import Sequence
 
 from ..errors import LLMOutputError
-from ..llm import Message
-from ..plan import Plan, SubQuestion, plan_from
-from ..prompts import render_messages
+from ..reasoning.plan import Plan, SubQuestion, plan_from
 from ..rules import RuleSet
-from ..rules.plan_rules import missing_parts, restated_steps, unanchored_steps
+from ..rules.plan_rules import SendBack
+from ..runtime.llm import Message
+from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from .schemas import Decomposition
 
 AGENT = "decomposer"
-KEEP_NAMES = "keep-named-parts"
-SPLIT = "split-the-question"
-ANCHOR = "anchor-each-step"
-_SENDS_BACK = (KEEP_NAMES, SPLIT, ANCHOR)  # rules that ask the model again rather than reshape the plan
 
 
 class QuestionDecomposer:
@@ -52,9 +49,7 @@ class QuestionDecomposer:
             steps = self._checked(question, messages)
         except LLMOutputError as exc:
             return Plan.whole(question, error=str(exc).splitlines()[0], raw=exc.raw, attempt=attempt, reason=reason)
-        for rule in self.rules.active("plan"):
-            if rule.name in _SENDS_BACK:
-                continue
+        for rule in self.rules.active("plan-reshape"):
             reshaped = rule.fn(question, steps)
             if reshaped is not None:
                 self.rules.fire(rule.name, detail=f"{len(steps)} -> {len(reshaped)} steps")
@@ -72,30 +67,29 @@ class QuestionDecomposer:
         problem = self._problem(question, steps)
         if not steps or not problem:
             return steps
-        rule, what = problem
-        self.rules.fire(rule, detail=what)
+        rule, found = problem
+        self.rules.fire(rule, detail=found.what)
         previous = json.dumps([s.text for s in steps], ensure_ascii=False)
-        retry = (render_messages(PROMPTS, "decompose_retry", question=question, missing=what, previous=previous)
-                 if rule == KEEP_NAMES else
-                 render_messages(PROMPTS, "replan", question=question, failure=what, previous=previous))
+        retry = (render_messages(PROMPTS, "decompose_retry", question=question, missing=found.what, previous=previous)
+                 if found.lost == "names" else
+                 render_messages(PROMPTS, "replan", question=question, failure=found.what, previous=previous))
         steps = self._propose(retry)
         if self._problem(question, steps):
             self.rules.fire(rule, detail="the second plan failed the same way: the question is kept whole")
             return []
         return steps
 
-    def _problem(self, question: str, steps: list[SubQuestion]) -> tuple[str, str] | None:
-        """(rule, what is wrong) for a plan the model must write again, or None."""
-        missing = missing_parts(question, steps) if self.rules.on(KEEP_NAMES) else []
-        if missing:
-            return KEEP_NAMES, ", ".join(missing)
-        restated = restated_steps(question, steps) if self.rules.on(SPLIT) else []
-        if restated:
-            numbers = ", ".join(str(i + 1) for i in restated)
-            return SPLIT, f"step(s) {numbers} repeat the whole question instead of asking one simple fact"
-        unanchored = unanchored_steps(question, steps) if self.rules.on(ANCHOR) else []
-        if unanchored:
-            numbers = ", ".join(str(i + 1) for i in unanchored)
-            return ANCHOR, (f"step(s) {numbers} name nothing: name the thing the step asks about, "
-                            f"or write #1, #2 for the answer of an earlier step")
+    def _problem(self, question: str, steps: list[SubQuestion]) -> tuple[str, SendBack] | None:
+        """(rule, what is wrong) for a plan the model must write again: the first ``plan-check`` rule that objects."""
+        for rule in self.rules.active("plan-check"):
+            found = rule.fn(question, steps)
+            if found is not None:
+                return rule.name, found
         return None
+
+    @staticmethod
+    def same_plan(new: Sequence[SubQuestion], old: Sequence[tuple[str, str]]) -> bool:
+        """The new plan asks what the old one asked, step for step, written with "#1" or with the answer found
+        for it ("Where was #1 born?" again as "Where was Mara Lind born?"): solving it would repeat every call.
+        ``old``: each old step's text and its question as asked (its earlier answers substituted)."""
+        return len(new) == len(old) and all(step.text in asked for step, asked in zip(new, old))

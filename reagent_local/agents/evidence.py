@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..dates import YEAR
-from ..text import NUMBER_WORDS, digits_for_number_words, normalize
+from ..text import NUMBER_WORDS, digits_for_number_words, is_yes_no_value, normalize
 
 _INSTRUCTION = re.compile(
     r"\b(ignore|disregard|forget)\b.{0,40}\b(instructions?|prompt|rules|above)\b"
@@ -57,6 +57,15 @@ class Evidence:
     def by_number(self, numbers: Sequence[int]) -> list[EvidencePassage]:
         """Passages by their 1-based number in the prompt (invalid numbers are dropped)."""
         return [self.passages[n - 1] for n in numbers if 1 <= n <= len(self.passages)]
+
+
+@dataclass(frozen=True)
+class BuiltOn:
+    """An earlier answer a step builds on ("Where was #1 born?"): where it was read, and its own article."""
+
+    answer: str
+    read_from: frozenset[str] = frozenset()  # ids of the passages the answer was read from
+    article: str = ""  # the title of the answer's own article, when the index has one
 
 
 def looks_like_instruction(text: str) -> bool:
@@ -124,8 +133,6 @@ def values_agree(a: str, b: str) -> bool:
     return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
 
 
-def evidence_payload(evidence: Evidence) -> dict:
-    """The passages and graph facts of a retriever message, as logged."""
-    return {"passages": [{"id": p.id, "title": p.title, "score": round(p.score, 4), "text": p.text,
-                          "suspicious": p.suspicious} for p in evidence.passages],
-            "facts": [f.text for f in evidence.facts]}
+def supported(answer: str, passages: Sequence[EvidencePassage]) -> bool:
+    """A yes or no, or an answer found in the passages (their titles included)."""
+    return is_yes_no_value(answer) or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])

@@ -2,13 +2,15 @@
 
 Sparse and dense searches run inside ``Index.search(mode="hybrid")`` in parallel and
 are fused by reciprocal rank. Knowledge-graph triples of the entities named in the
-sub-question come beside the passages, each with its provenance passage id. The
-retriever reads its inbox: a verifier's ``reject`` (the evidence did not yield a
-usable answer) makes it write a new query; a controller's ``challenge`` makes it
-search afresh without the passages the challenged answer came from. A rejected step
-also reads its subject's own article again, further (the subject is the answer it builds
-on, or what the model said the failed answer was about): first the sentences the first
-view cut.
+sub-question come beside the passages, each with its provenance passage id; the
+evidence for a step that builds on earlier answers says what those are and which
+article each has (:meth:`RetrieverAgent.built_on`). The retriever reads its inbox: the
+decomposer's plan makes it start searching for the independent steps at once; a
+verifier's ``reject`` (the evidence did not yield a usable answer) makes it write a new
+query; a controller's ``challenge`` makes it search afresh without the passages the
+challenged answer came from. A rejected step also reads its subject's own article again,
+further (the subject is the answer it builds on, or what the model said the failed answer
+was about): first the sentences the first view cut.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any, Collection, Iterable, Mapping, Protocol, Sequence
 
 from ..core.channel import Message
 from ..errors import LLMOutputError
-from ..prompts import render_messages
-from ..text import normalize
+from ..runtime.prompts import render_messages
+from ..text import is_yes_no_value, normalize
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, Fact, flatten, looks_like_instruction
+from .evidence import BuiltOn, Evidence, EvidencePassage, Fact, flatten, is_unknown, looks_like_instruction
 from .focus import focus
+from .messages import PlanMade, Recheck, Rejection
 from .schemas import Reformulation
 
 AGENT = "retriever"
@@ -118,6 +121,17 @@ class RetrieverAgent:
                 out.append(self._passage(hit, query, shown=shown.get(passage.id, "")))
         return out
 
+    def built_on(self, earlier: Sequence[tuple[str, Sequence[EvidencePassage]]]) -> tuple[BuiltOn, ...]:
+        """What a step builds on: each earlier answer (with the passages it was read from) that names something,
+        and the title of that thing's own article ("" when the index has none); unknowns and yes/no name nothing."""
+        about = []
+        for answer, cited in earlier:
+            if is_unknown(answer) or is_yes_no_value(answer):
+                continue
+            article = self.own_article(answer)
+            about.append(BuiltOn(answer, frozenset(p.id for p in cited), article[0].passage.title if article else ""))
+        return tuple(about)
+
     def own_article(self, subject: str, depth: int = 8) -> list[Any]:
         """The passages of the article titled ``subject`` ("Ann Lee" finds "Ann Lee (director)" too), in
         their order in the article; none when no article among the name's top hits bears the name."""
@@ -171,19 +185,18 @@ class RetrieverAgent:
         return tuple(facts)
 
     def read(self, inbox: Sequence[Message]) -> list[SearchRequest]:
-        """What to search next: a new query for each rejected step, a fresh search for each challenged one."""
+        """What to search next: a new query for each rejected step, a fresh search for each challenged one; a new
+        plan starts the searches for its independent steps."""
         requests = []
         for message in inbox:
-            body = message.payload
-            if message.type == "reject" and "step" in body:
-                query = self.reformulate(body["question"], body["query"], "; ".join(body["reasons"]), body["hints"],
-                                         tried=body.get("tried", [body["query"]]))
-                requests.append(SearchRequest(body["step"], query, tuple(body.get("exclude", ())),
-                                              keep=tuple(body.get("keep", ())),
-                                              further=tuple(body.get("subjects", ()))))
-            elif message.type == "challenge" and "step" in body:
-                requests.append(SearchRequest(body["step"], body["question"], tuple(body.get("exclude", ())),
-                                              restart=True))
+            body = message.body
+            if isinstance(body, PlanMade):
+                self.prefetch(body.independent())
+            elif isinstance(body, Rejection):
+                query = self.reformulate(body.question, body.query, body.why(), body.hints, tried=body.tried)
+                requests.append(SearchRequest(body.step, query, body.exclude, keep=body.keep, further=body.subjects))
+            elif isinstance(body, Recheck):
+                requests.append(SearchRequest(body.step, body.question, body.exclude, restart=True))
         return requests
 
     def reformulate(self, question: str, previous: str, reason: str, hints: Sequence[str],

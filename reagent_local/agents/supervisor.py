@@ -10,27 +10,32 @@ discarded one and every step using its answer), and the statements the rollback 
 take with it that the conflict does not touch (re-asserted as they were).
 
 The two roads to an answer (the chain of steps, and the whole question read over the
-run's evidence) conflict when they disagree; :meth:`Supervisor.settle_roads` weighs
-them with evidence (answer type, grounding, the model's confidence) and, when that is
-not clear, one grammar-bound model call that chooses between the two answers. A chain
-that loses is rolled back at its weakest step (:meth:`Supervisor.roll_back_chain`).
+run's evidence) meet on the channel as two asserts; when they disagree the channel
+escalates them with the roads' answers, and :meth:`Supervisor.decide` settles them
+(:meth:`Supervisor.settle_roads`): with evidence (answer type, grounding, trust, the
+model's confidence) and, when that is not clear, one grammar-bound model call that
+chooses between the two answers. A chain that loses is rolled back at its weakest step
+(:meth:`Supervisor.roll_back_chain`) while the controller allows. Whether a chain is
+trusted is the supervisor's call too (:meth:`Supervisor.trust_chain`, with the ``trust`` rules).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, Sequence, Union
 
 from ..core.channel import ConflictRecord
 from ..core.conflicts import ConflictChecker, minimal_conflict_set
 from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
 from ..errors import LLMOutputError
-from ..plan import SubQuestion, dependents
-from ..prompts import render_messages
+from ..reasoning.plan import SubQuestion, dependents
+from ..rules import RuleSet
+from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from .controller import Controller
 from .evidence import Evidence, format_evidence
+from .messages import CHAIN, WHOLE, Road, RoadAnswer
 from .schemas import option_answer
 
 AGENT = "supervisor"
@@ -63,17 +68,14 @@ class RollbackPlan:
 
 
 @dataclass(frozen=True)
-class Road:
-    """One road's answer to the whole question, with what speaks for and against it."""
+class ChainFacts:
+    """How the chain's answer came about, as the supervisor weighs it for trust."""
 
-    name: str  # "chain" or "whole question"
-    answer: str
-    statement: Statement
-    confidence: float
-    problem: str | None = None  # why the answer does not fit the question, if it does not
-    grounded: bool = True  # the answer is in the run's passages
-    trusted: bool = False  # for the chain: decided by a rule from checked, sure steps
-    note: str = ""  # how the answer came about, for the trace
+    rule: str | None  # the assemble rule that decided it (None: the model did)
+    answered: int  # steps that found their fact
+    steps: int  # steps in the plan
+    checked: bool  # every step found its fact and none is uncertain
+    replanned: bool  # the plan was made again after a step failed
 
 
 @dataclass(frozen=True)
@@ -84,18 +86,39 @@ class RoadsVerdict:
     loser: Road
     reason: str
     judged: bool = False  # a model call chose
+    rollback: RollbackPlan | None = None  # the chain lost: its weakest step is rolled back
+
+
+Decision = Union[RollbackPlan, RoadsVerdict]
 
 
 class Supervisor:
     """Chooses what to give up and where to roll back to."""
 
     def __init__(self, checker: ConflictChecker, controller: Controller, call: Caller | None = None, *,
-                 margin: float = 0.3, trust: float = 0.5) -> None:
+                 margin: float = 0.3, trust: float = 0.5, options_trust: float = 0.3,
+                 rules: RuleSet | None = None) -> None:
         self.checker = checker
         self.controller = controller
         self.call = call
         self.margin = margin  # when both roads are in doubt, a confidence lead this large settles them
         self.trust = trust  # a road answer at least this sure is not in doubt
+        self.options_trust = options_trust  # the lower bar a ``trust`` rule allows a chain
+        self.rules = rules if rules is not None else controller.rules
+
+    def decide(self, conflict: ConflictRecord, view: StateView, plan: Sequence[SubQuestion]) -> Decision:
+        """An escalated conflict settled: the two roads' answers by a verdict (with the chain's rollback when it
+        loses and the controller allows one), any other conflict by a rollback plan."""
+        roads = {b.road.name: b for b in conflict.bodies if isinstance(b, RoadAnswer)}
+        if set(roads) != {CHAIN, WHOLE} or len(conflict.bodies) != 2:
+            return self.resolve(conflict, view, plan)
+        chain, whole = roads[CHAIN], roads[WHOLE]
+        if whole.evidence is None:
+            raise ValueError("the whole question's road must carry the evidence it was read over")
+        verdict = self.settle_roads(chain.question, chain.road, whole.road, whole.evidence)
+        if verdict.winner is whole.road and chain.steps and self.controller.may_roll_back():
+            return replace(verdict, rollback=self.roll_back_chain(chain.steps, view, plan, verdict.reason))
+        return verdict
 
     def conflict_set(self, conflict: ConflictRecord) -> tuple[Statement, ...]:
         """The minimal conflict set (value conflicts through the core; a broken bridge is already minimal)."""
@@ -130,6 +153,30 @@ class Supervisor:
         reassert = tuple(s for s in doomed if isinstance(s.subquestion, int) and s.subquestion not in affected)
         return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source,
                             keep_passages=conflict.kind == "unfounded")
+
+    def trust_chain(self, question: str, chain: Road, how: ChainFacts) -> Road:
+        """The chain's road, trusted when
+
+        - a rule decided it from steps that all passed their checks with at least ``trust`` confidence, or
+        - a ``trust`` rule fits the question (an 'A or B?' question), every step found its fact, and every
+          fact is at least ``options_trust`` sure;
+
+        and never after a new plan: the first plan failed, and the answer the new one gives replaces what
+        the run would have answered without it (the whole question read over both plans' passages), so it
+        must win that comparison rather than skip it.
+        """
+        every_fact = how.answered > 0 and how.answered == how.steps
+        by_rule = how.rule is not None and how.checked and chain.confidence >= self.trust
+        shape = next((r for r in self.rules.active("trust") if r.fn(question)), None)
+        by_shape = shape is not None and every_fact and chain.confidence >= self.options_trust
+        trusted = chain.problem is None and (by_rule or by_shape) and not how.replanned
+        if trusted and not by_rule and shape is not None:
+            self.rules.fire(shape.name, detail=f"every fact at least {self.options_trust:.2f} sure")
+        made = f"rule {how.rule}" if how.rule else "the model"
+        doubt = "; the plan was made again" if how.replanned else \
+            ("; a step is unanswered or unchecked" if not how.checked else "")
+        note = f"{made} chose it from {how.answered} step(s), least sure {chain.confidence:.2f}" + ("" if trusted else doubt)
+        return replace(chain, trusted=trusted, note=note)
 
     def settle_roads(self, question: str, chain: Road, whole: Road, evidence: Evidence) -> RoadsVerdict:
         """The road whose answer stands: the answers' type and grounding, then trust, then confidence, then

@@ -3,32 +3,34 @@
 Cheap deterministic checks come first (DESIGN 5b): an answer the model could not give,
 a span absent from the passages it cites, a cited passage that reads like an
 instruction, an answer whose type does not fit the question (the ``check`` rules), a
-value that contradicts a knowledge-graph fact. Only pairs the rules cannot decide go
-to the LLM judge. The verifier's decision on a step's attempts is a value:
+value that contradicts a knowledge-graph fact; then the ``doubt`` rules (an answer read
+from passages that never name what the step builds on). Only pairs the rules cannot
+decide go to the LLM judge. The verifier's decision on a step's attempts is a value:
 :class:`Accept`, :class:`Retry` (a local backtrack: new evidence, a new query) or
-:class:`GiveUp` (the controller decides what to keep).
+:class:`GiveUp` (the controller decides what to keep). It reads its inbox: the evidence the
+retriever found for a step, and the controller's challenges (:meth:`Verifier.read`); a
+retry goes back to the retriever as a :class:`~.messages.Rejection`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, Union
+from typing import Iterable, NamedTuple, Sequence, Union
 
 from ..core.channel import Message
 from ..core.conflicts import ConflictChecker, Verdict, check_against_facts
 from ..core.knowledge import Statement, make_statement
 from ..core.relations import ALL_RELATIONS
 from ..errors import LLMOutputError
-from ..prompts import render_messages
 from ..rules import RuleSet, answer_type_problem
-from ..text import normalize
+from ..runtime.prompts import render_messages
+from ..text import is_yes_no_value, normalize
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
+from .evidence import BuiltOn, Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
+from .messages import EvidenceFound, Recheck, Rejection
 from .schemas import ConflictJudgement, SubAnswer
 
 AGENT = "verifier"
-_LIST_PARTS = re.compile(r",\s*|\s+and\s+|\s*&\s*")  # the names in an answer that lists several
 
 
 @dataclass(frozen=True)
@@ -51,21 +53,12 @@ class Candidate:
         if structured:
             return make_statement(text, subject=self.subject.strip(), relation=self.relation, value=self.answer,
                                   agent=AGENT, subquestion=self.subquestion, provenance=provenance, confidence=confidence)
-        if normalize(self.answer) in {"yes", "no"}:
+        if is_yes_no_value(self.answer):
             return make_statement(text, subject=f"#{self.subquestion + 1}", relation="answer", value=self.answer,
                                   agent=AGENT, subquestion=self.subquestion, provenance=provenance, confidence=confidence)
         # free text: two answers to one sub-question are compared by the LLM judge, not by string rules
         return make_statement(text, agent=AGENT, subquestion=self.subquestion, provenance=provenance,
                               confidence=confidence)
-
-
-@dataclass(frozen=True)
-class BuiltOn:
-    """An earlier answer a step builds on ("Where was #1 born?"): where it was read, and its own article."""
-
-    answer: str
-    read_from: frozenset[str] = frozenset()  # ids of the passages the answer was read from
-    article: str = ""  # the title of the answer's own article, when the index has one
 
 
 @dataclass(frozen=True)
@@ -87,7 +80,13 @@ class Check:
 
     @property
     def ok(self) -> bool:
+        """No check failed and nothing was doubted."""
         return self.sound and not self.doubts
+
+    @property
+    def retry_signal(self) -> str:
+        """The conflict signal a step sent back for these findings names (a benchmark record counts them apart)."""
+        return "low-confidence" if self.ok else "off-subject" if self.sound else "check-failed"
 
     def reasons(self) -> list[str]:
         """Every problem and doubt as one readable reason."""
@@ -187,32 +186,6 @@ def read_passages(call: Caller, agent: str, index: int, question: str, evidence:
                      result.call.span_probability(value.answer))
 
 
-def off_subject(cited: Sequence[EvidencePassage], about: Sequence[BuiltOn]) -> str | None:
-    """Why an answer to a step that builds on earlier answers was read in the wrong place, if it was:
-
-    - its passages never name what the step asks about ("Where was #1 born?" answered from another
-      person's article), and that has an article of its own to read instead;
-    - it was read from the very passage the earlier answer came from, although that answer has an
-      article of its own ("Where does #1 work?" answered from the film that names its director #1).
-
-    Both need the article: the retry a doubt earns reads it. Without one, the retry would search the
-    same passages again, and the doubt would cost a retry that cannot find a better place to read.
-    """
-    readable = [b for b in about if b.article]
-    if not cited or not readable:
-        return None
-    titles = ", ".join(dict.fromkeys(p.title for p in cited))
-    texts = [f"{p.title}: {p.text}" for p in cited]
-    names = [part for b in about for part in _LIST_PARTS.split(b.answer) if part.strip()]  # "A and B": either
-    if not any(grounded_in(name, texts) for name in names):
-        return f"the answer was read from {titles}, which never names {readable[0].answer!r}"
-    for built_on in about:
-        if built_on.article and all(p.id in built_on.read_from and p.title != built_on.article for p in cited):
-            return (f"the answer was read from {titles}, where {built_on.answer!r} was found, not from the "
-                    f"article on {built_on.article}")
-    return None
-
-
 def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> float:
     """A confidence in [0, 1]: the model's own probability for the span (else the rank of its passage),
     raised by graph support, lowered by failed checks."""
@@ -234,15 +207,30 @@ def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> flo
 class Verifier:
     """Answers from evidence, checks the answer, and decides: accept, retry or give up."""
 
-    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet, *, min_confidence: float = 0.0) -> None:
+    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet, *, min_confidence: float = 0.0,
+                 local: bool = True) -> None:
         self.call = call
         self.checker = checker
         self.rules = rules
         self.min_confidence = min_confidence  # a checked answer less sure than this is retried once
+        self.local = local  # local backtracking: a failed or doubted answer is retried
+
+    @property
+    def acts_on_doubts(self) -> bool:
+        """Whether the verifier acts on doubts (where an answer was read): only with local backtracking, where a
+        doubt earns a retry, and with a ``doubt`` rule on; the retriever then says what each step builds on."""
+        return self.local and bool(self.rules.active("doubt"))
 
     def answer(self, index: int, question: str, evidence: Evidence, rejected: Sequence[str] = ()) -> Candidate:
         """Ask the model for a span answer with the passages it used (not one of the ``rejected`` answers)."""
         return read_passages(self.call, AGENT, index, question, evidence, rejected)
+
+    @staticmethod
+    def not_again(attempts: Sequence[Attempt], rejected: Iterable[str] = ()) -> list[str]:
+        """The answers a step's next reading is told not to give: those the supervisor gave up (``rejected``) and
+        the step's answers that failed a check."""
+        failed = {a.candidate.answer for a in attempts if a.check.problems and not is_unknown(a.candidate.answer)}
+        return sorted(set(rejected) | failed)
 
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
                 facts: Iterable[Statement] = (), rejected: Iterable[str] = (), about: Sequence[BuiltOn] = ()) -> Attempt:
@@ -257,7 +245,7 @@ class Verifier:
     def check(self, candidate: Candidate, evidence: Evidence, *, verified: Sequence[Statement] = (),
               facts: Iterable[Statement] = (), about: Sequence[BuiltOn] = ()) -> Check:
         """Deterministic checks, then graph facts, then the verifier's own verified statements, then whether
-        the answer was read where it should be (:func:`off_subject`)."""
+        the answer was read where it should be (the ``doubt`` rules: a doubt is no failure, it earns a retry)."""
         problems: list[str] = []
         if is_unknown(candidate.answer):
             return Check(problems=("no passage answers the question",))
@@ -267,7 +255,7 @@ class Verifier:
             problems.append(type_problem)
         if any(p.suspicious for p in candidate.cited):
             problems.append("a cited passage contains instructions, not facts")
-        is_yes_no = normalize(candidate.answer) in {"yes", "no"}
+        is_yes_no = is_yes_no_value(candidate.answer)
         # the title is part of the passage: "Fraser Valley Regional District" may only be named there
         texts = [f"{p.title}: {p.text}" for p in (candidate.cited or evidence.passages)]
         if not is_yes_no and not grounded_in(candidate.answer, texts + [f.text for f in evidence.facts]):
@@ -286,10 +274,19 @@ class Verifier:
                 verdict = self.checker.conflict(held, statement)
                 if verdict.conflict and not values_agree(held.value or "", statement.value or ""):
                     own.append((held, verdict))
-        doubt = off_subject(candidate.cited, about) if not is_yes_no else None
+        doubt = self._doubt(candidate, about) if not is_yes_no else None
         return Check(tuple(problems), kg_conflicts, kg_supports, tuple(own), (doubt,) if doubt else ())
 
-    def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool) -> Decision:
+    def _doubt(self, candidate: Candidate, about: Sequence[BuiltOn]) -> str | None:
+        """Why the answer may have been read in the wrong place: the first enabled ``doubt`` rule that says so."""
+        for rule in self.rules.active("doubt"):
+            doubt = rule.fn(candidate.cited, about)
+            if doubt:
+                self.rules.fire(rule.name, step=candidate.subquestion, detail=doubt)
+                return doubt
+        return None
+
+    def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool | None = None) -> Decision:
         """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
 
         A checked span answer the model was unsure of (confidence below ``min_confidence``) is
@@ -297,13 +294,15 @@ class Verifier:
         answer (read from another article than the one its step asks about): one retry, then the surest
         sound attempt stands, as a retry that reads elsewhere again seldom finds the answer. A yes or
         no is not: a two-way verdict's token probability says little (on the tune questions its retries
-        mostly gave the same verdict again, and otherwise one fixed, one broken).
+        mostly gave the same verdict again, and otherwise one fixed, one broken). ``local`` defaults to the
+        verifier's own switch; ``retries`` is the controller's budget for the step.
         """
+        local = self.local if local is None else local
         last = attempts[-1]
         check, statement = last.check, last.statement
         # the answers that passed their checks; failing those, the ones that only raised a doubt
         checked = [a for a in attempts if a.check.ok] or [a for a in attempts if a.check.sound]
-        verdict = normalize(last.candidate.answer) in {"yes", "no"}
+        verdict = is_yes_no_value(last.candidate.answer)
         if check.ok and (last.confidence >= self.min_confidence or verdict or not local):
             return Accept(last)
         if local and not check.problems and not check.kg_conflicts and check.own_conflicts and all(
@@ -329,9 +328,28 @@ class Verifier:
         return Retry(last, reasons, exclude, tuple(p.title for p in last.evidence.passages[:3]), keep)
 
     @staticmethod
-    def read(inbox: Sequence[Message]) -> list[Statement]:
-        """The statements the controller challenged: withdrawn until their steps are checked again."""
-        return [s for m in inbox if m.type == "challenge" for s in m.statements]
+    def read(inbox: Sequence[Message]) -> "Inbox":
+        """What to do: withdraw the statements the controller challenged, verify the evidence that came for steps."""
+        return Inbox(tuple(s for m in inbox if isinstance(m.body, Recheck) for s in m.statements),
+                     tuple(m.body for m in inbox if isinstance(m.body, EvidenceFound) and m.body.step is not None))
+
+    @staticmethod
+    def rejection(step: int, attempts: Sequence[Attempt], retry: Retry, built_on: Sequence[str]) -> Rejection:
+        """The reject that sends a step back to the retriever: what failed, what was tried, and whose articles to
+        read further (the answers the step builds on, ``built_on``, then the subject the model named)."""
+        last = retry.attempt
+        named = last.candidate.subject.strip()
+        subjects = [*(a for a in built_on if not is_unknown(a)), *([named] if named else [])]
+        return Rejection(step=step, answer=last.candidate.answer, reasons=retry.reasons, question=last.candidate.question,
+                         query=last.query, tried=tuple(a.query for a in attempts), hints=retry.hints,
+                         exclude=retry.exclude, keep=retry.keep, subjects=tuple(dict.fromkeys(subjects)))
+
+
+class Inbox(NamedTuple):
+    """The verifier's reading of a round: statements to withdraw, evidence to verify (in the order it came)."""
+
+    withdraw: tuple[Statement, ...]
+    verify: tuple[EvidenceFound, ...]
 
 
 def graph_facts(evidence: Evidence) -> list[Statement]:

@@ -7,7 +7,7 @@ from typing import Sequence
 from pydantic import BaseModel, Field
 
 from ..errors import LLMOutputError
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from ..retrieval.passages import Passage
 from .methods import CallTally, MethodContext, MethodResult, error_text, format_passages, retrieve
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ..errors import LLMOutputError
-from ..prompts import render_messages
+from ..runtime.prompts import render_messages
 from ..retrieval.passages import Passage
 from .baselines import PROMPTS, read_passages
 from .methods import CallTally, MethodContext, MethodResult, format_passages, retrieve

@@ -18,7 +18,7 @@ from typing import Any, Sequence, TypeVar
 from pydantic import BaseModel
 
 from ..errors import LLMOutputError
-from ..llm import LLM, JsonResult, Message
+from ..runtime.llm import LLM, JsonResult, Message
 
 T = TypeVar("T", bound=BaseModel)
 Key = tuple[str, str, str, Any, Any, Any]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from ..config import Config
-from ..llm import LLM, LLMCall
+from ..runtime.llm import LLM, LLMCall
 from ..retrieval.passages import Passage
 
 

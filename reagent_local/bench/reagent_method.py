@@ -22,7 +22,7 @@ class ReagentMethod:
     def __init__(self, ctx: MethodContext, backtracking: str, without_rules: Sequence[str] = ()) -> None:
         if backtracking not in BACKTRACKING:
             raise ValueError(f"backtracking must be one of {tuple(BACKTRACKING)}, got {backtracking!r}")
-        from ..wiring import build_pipeline  # deferred: the baselines do not need it
+        from ..reasoning.wiring import build_pipeline  # deferred: the baselines do not need it
 
         self.name = f"reagent-{backtracking}"
         rules = tuple(ctx.config.pipeline.rules) + tuple(f"-{name}" for name in without_rules)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import IndexNotFoundError, LLMOutputError, ModelNotFoundError
-from ..llm import LLM
+from ..runtime.llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
 from .compare import backtracking_fields
@@ -93,8 +93,8 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
 
 def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
     """The configured GGUF model (loaded lazily on its first call) and its identity."""
-    from ..wiring import load_llm
-    from ..models import find_known
+    from ..reasoning.wiring import load_llm
+    from ..runtime.models import find_known
 
     llm = load_llm(config.llm.model, config)
     try:

@@ -28,7 +28,7 @@ from ..bench.runner import (EVENTS_FILE, NO_RETRIEVAL, AnswerAll, RunOutcome, _p
                             run_benchmark, warm_up)
 from ..datasets import Question
 from ..errors import ClusterError, IndexBuildError
-from ..llm import LlamaModel
+from ..runtime.llm import LlamaModel
 from ..version import code_version
 from .connect import cluster_cpus, node_info, ray_session
 from .pool import ActorPool
@@ -50,7 +50,7 @@ class BenchWorker:
 
     def ready(self) -> dict:
         """Load the model and open the index; where this worker runs and logs."""
-        from ..wiring import load_llm
+        from ..reasoning.wiring import load_llm
 
         ctx = self.ctx
         ctx.config = replace(ctx.config, llm=replace(ctx.config.llm, n_threads=self.threads))

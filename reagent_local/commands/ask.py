@@ -20,7 +20,7 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         as_json: bool) -> None:
     """Answer QUESTION with the six-agent ReAgent pipeline."""
     from ..api import ReAgent
-    from ..pipeline import validate_question
+    from ..reasoning.pipeline import validate_question
     from .common import config_from
 
     config = config_from(retrieval__index=index, llm__model=model, pipeline__backtracking=backtracking,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..sample_data import fetch_wiki_sample
+from ..retrieval.sample_data import fetch_wiki_sample
 from .common import config_from, info
 
 

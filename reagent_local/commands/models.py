@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import models as registry
+from ..runtime import models as registry
 from ..errors import ModelIntegrityError, ReagentError
 from .common import config_from, echo_json, info
 

@@ -19,7 +19,7 @@ def rules(spec: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    width = max(len(r["name"]) for r in rows)
+    width, stage_width = max(len(r["name"]) for r in rows), max(len(r["stage"]) for r in rows)
     for row in rows:
         mark = "on " if row["enabled"] else "off"
-        click.echo(f"{mark}  {row['name']:<{width}}  {row['stage']:<9}  {row['summary']}")
+        click.echo(f"{mark}  {row['name']:<{width}}  {row['stage']:<{stage_width}}  {row['summary']}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..config import BACKTRACKING
 from .common import info
 
 
@@ -17,7 +18,7 @@ from .common import info
               help="Require 'Authorization: Bearer KEY' on every request (or set REAGENT_API_KEY).")
 @click.option("--queue", "max_queue", type=click.IntRange(0, 1000), default=8, show_default=True,
               help="Questions that may wait while one is answered; more get 429 with Retry-After.")
-@click.option("--backtracking", type=click.Choice(["none", "local", "global", "both"]), help="Ablation switch.")
+@click.option("--backtracking", type=click.Choice(list(BACKTRACKING)), help="Ablation switch.")
 @click.option("--rules", default=None, metavar="SPEC", help="Question-shape rules (`reagent rules`).")
 def serve(index: str | None, model: str | None, host: str, port: int, api_key: str | None, max_queue: int,
           backtracking: str | None, rules: str | None) -> None:

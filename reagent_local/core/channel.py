@@ -1,55 +1,36 @@
-"""The messaging channel: typed messages, rounds, merging, escalation, and the logical clock.
+"""The messaging channel: typed messages, rounds, merging, escalation.
 
 Agents never call each other: they ``post`` messages, and ``deliver_round`` delivers
 everything posted since the last round together; each agent then reads its inbox.
+A message carries a typed body (core/messages.py; the roles' bodies are in
+agents/messages.py) and the statements it concerns.
 
 - ``assert``: the statements enter the sender's and the recipients' local states.
   Within a round asserts are merged (a statement already held counts once); two
   asserted statements that conflict are *not* applied but escalated to the
-  supervisor as a :class:`ConflictRecord`. So steps solved in the same round meet here.
+  supervisor as a :class:`ConflictRecord`, which carries the bodies of the messages
+  that met. So steps solved in the same round meet here, and so do the two roads.
 - ``reject``: the statements leave the recipients holding them; a reject addressed to
   the supervisor is an escalation instead (the statements cannot all stand: the
   supervisor decides which go), which is how the assembler reports contradictions.
 - ``inform`` and ``challenge`` change no state; their recipients act on them.
 
-Every message, round and escalation is an event in the log.
+Every message, round and escalation is an event in the log; the logical clock that
+orders them is the workspace's (core/clock.py).
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass, replace
 
 from . import events as ev
 from .conflicts import ConflictChecker
 from .knowledge import Statement
+from .messages import MESSAGE_TYPES, MessageBody
+from .workspace import Workspace
 
-if TYPE_CHECKING:
-    from .workspace import Workspace
-
-MESSAGE_TYPES = ("assert", "inform", "reject", "challenge")
 BROADCAST = "*"
 CHANNEL = "channel"  # the agent name the channel logs its rounds and escalations under
-
-
-class LogicalClock:
-    """A counter that totally orders a run's events: each event takes the next tick."""
-
-    def __init__(self, start: int = 0) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-
-    @property
-    def now(self) -> int:
-        """The last time handed out."""
-        return self._now
-
-    def tick(self) -> int:
-        """Advance and return the new time."""
-        with self._lock:
-            self._now += 1
-            return self._now
 
 
 @dataclass(frozen=True)
@@ -60,21 +41,33 @@ class Message:
     sender: str
     recipients: tuple[str, ...]
     statements: tuple[Statement, ...] = ()
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    body: MessageBody | None = None
     time: int | None = None
     seq: int | None = None
 
     def __post_init__(self) -> None:
         if self.type not in MESSAGE_TYPES:
             raise ValueError(f"unknown message type {self.type!r}; use one of {MESSAGE_TYPES}")
+        if self.body is not None and self.body.TYPE != self.type:
+            raise ValueError(f"a {type(self.body).__name__} travels as {self.body.TYPE!r}, not {self.type!r}")
         if isinstance(self.recipients, str) or not self.recipients:
             raise ValueError(f"recipients must be a non-empty tuple of agent names (or ({BROADCAST!r},))")
         if self.type in ("assert", "reject") and not self.statements:
             raise ValueError(f"an {self.type!r} message needs the statements it concerns")
 
+    @classmethod
+    def of(cls, body: MessageBody, sender: str, recipients: tuple[str, ...],
+           statements: tuple[Statement, ...] = ()) -> "Message":
+        """A message of the type its body travels as."""
+        return cls(body.TYPE, sender, tuple(recipients), tuple(statements), body)
+
     def addressed_to(self, agent: str) -> bool:
         """True when ``agent`` is a recipient (or the message is a broadcast)."""
         return BROADCAST in self.recipients or agent in self.recipients
+
+    def why(self) -> str:
+        """The reason this message gives (a reject's), or who sent it."""
+        return (self.body.why() if self.body is not None else "") or f"rejected by {self.sender}"
 
 
 @dataclass(frozen=True)
@@ -88,6 +81,7 @@ class ConflictRecord:
     seq: int  # the 'escalate' event
     kind: str = "concurrent"  # concurrent asserts, or the kind a reject to the supervisor names
     source: str = "channel"  # who raised it: the channel, or the sender of the reject
+    bodies: tuple[MessageBody | None, ...] = ()  # what the messages that met (or the reject) carried
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ class RoundResult:
 class Channel:
     """Queues posted messages and delivers them in rounds through a Workspace."""
 
-    def __init__(self, workspace: "Workspace", checker: ConflictChecker | None = None,
+    def __init__(self, workspace: Workspace, checker: ConflictChecker | None = None,
                  supervisor: str = "supervisor") -> None:
         self.workspace = workspace
         self.checker = checker or ConflictChecker()
@@ -123,9 +117,10 @@ class Channel:
 
     def post(self, message: Message) -> Message:
         """Log the message and queue it for the next round; returns it with time and seq."""
+        body = message.body
         event = self.workspace.record(message.sender, ev.Message(
             kind=message.type, recipients=message.recipients, statements=message.statements,
-            payload=dict(message.payload)))
+            payload=body.to_payload() if body is not None else {}, body=type(body).__name__ if body is not None else ""))
         posted = replace(message, time=event.time, seq=event.seq)
         self._pending.append(posted)
         return posted
@@ -146,11 +141,10 @@ class Channel:
         applied = tuple(self.workspace.assert_statement(agent, s, parent_seq=m.seq)
                         for m, s, agents in to_apply for agent in agents)
         retracted = tuple(self._apply_rejects(messages))
-        escalations = [self._escalate((a, b), v.reason, (source[id(a)].seq, source[id(b)].seq), round_event.seq)
+        escalations = [self._escalate((a, b), v.reason, (source[id(a)], source[id(b)]), round_event.seq)
                        for a, b, v in conflicts]
-        escalations += [self._escalate(m.statements, str(m.payload.get("reason") or f"rejected by {m.sender}"),
-                                       (m.seq,), round_event.seq, kind=str(m.payload.get("escalation") or "reject"),
-                                       source=m.sender)
+        escalations += [self._escalate(m.statements, m.why(), (m,), round_event.seq,
+                                       kind=m.body.escalation() if m.body is not None else "reject", source=m.sender)
                         for m in messages if m.type == "reject" and self.supervisor in m.recipients]
         return RoundResult(self.round, tuple(messages), applied, retracted, tuple(escalations))
 
@@ -174,17 +168,19 @@ class Channel:
         for m in messages:
             if m.type != "reject" or self.supervisor in m.recipients:
                 continue
-            reason = str(m.payload.get("reason") or f"rejected by {m.sender}")
+            reason = m.why()
             for s in m.statements:
                 for agent in self.workspace.holders(s.id):
                     if m.addressed_to(agent):
                         retracted.append(self.workspace.retract(agent, s.id, reason, parent_seq=m.seq))
         return retracted
 
-    def _escalate(self, statements: tuple[Statement, ...], reason: str, seqs: tuple[int, ...], round_seq: int,
-                  kind: str = "concurrent", source: str = "channel") -> ConflictRecord:
-        seqs = tuple(sorted(set(seqs)))
+    def _escalate(self, statements: tuple[Statement, ...], reason: str, messages: tuple[Message, ...],
+                  round_seq: int, kind: str = "concurrent", source: str = "channel") -> ConflictRecord:
+        messages = tuple({id(m): m for m in messages}.values())  # one message may assert both sides
+        seqs = tuple(sorted(m.seq for m in messages if m.seq is not None))
         event = self.workspace.record(CHANNEL, ev.Escalate(
             to=self.supervisor, round=self.round, reason=reason, messages=seqs, statements=tuple(statements),
             kind=kind, source=source), parent_seq=round_seq)
-        return ConflictRecord(tuple(statements), reason, self.round, seqs, event.seq, kind, source)
+        return ConflictRecord(tuple(statements), reason, self.round, seqs, event.seq, kind, source,
+                              tuple(m.body for m in messages))

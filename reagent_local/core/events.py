@@ -2,10 +2,10 @@
 
 A body's class-level ``KIND`` is the ``events.type`` string in the log; ``to_payload()``
 gives the JSON object stored as ``events.payload`` and ``from_payload()`` reads it back.
-Conversion is generic, driven by each field's type hint: statements go through
-``statement_to_dict``/``statement_from_dict``, tuples come back as tuples, ``Literal``
-fields are checked. Constructing a body normalises it the same way (a list given for a
-tuple field becomes a tuple), so ``decode`` of what was written equals what was written.
+Conversion is generic, driven by each field's type hint (core/records.py, shared with
+the message bodies of core/messages.py): constructing a body normalises it the same way
+(a list given for a tuple field becomes a tuple), so ``decode`` of what was written
+equals what was written.
 
     from reagent_local.core import events as ev
     workspace.record("verifier", ev.Decision(step=1, decision="retry", answer="Nevada", confidence=0.3))
@@ -14,49 +14,23 @@ tuple field becomes a tuple), so ``decode`` of what was written equals what was 
 
 from __future__ import annotations
 
-import collections.abc
-import types
-import typing
-from dataclasses import MISSING, dataclass, field, fields
-from functools import cache
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Literal, Mapping, TypeVar, Union
 
-from .knowledge import EventLike, Statement, statement_from_dict, statement_to_dict
+from .knowledge import EventLike, Statement
+from .records import Record
 
 Pair = tuple[str, str]  # (agent, statement id)
 
 
-class EventBody:
+class EventBody(Record):
     """Base of every typed event body; subclasses are frozen, keyword-only dataclasses."""
 
     KIND: ClassVar[str] = ""
 
-    def __post_init__(self) -> None:
-        hints = _hints(type(self))
-        for f in fields(self):
-            object.__setattr__(self, f.name, _load(getattr(self, f.name), hints[f.name], f.name))
-
-    def to_payload(self) -> dict[str, Any]:
-        """The JSON-ready payload, one key per field."""
-        return {f.name: _dump(getattr(self, f.name)) for f in fields(self)}
-
-    @classmethod
-    def from_payload(cls: type[B], payload: Mapping[str, Any]) -> B:
-        """Read a logged payload back (missing keys take the field's default; unknown keys are ignored)."""
-        missing = [f.name for f in fields(cls)
-                   if f.name not in payload and f.default is MISSING and f.default_factory is MISSING]
-        if missing:
-            raise ValueError(f"no {', '.join(missing)} in the payload")
-        return cls(**{f.name: payload[f.name] for f in fields(cls) if f.name in payload})
-
 
 EVENT_TYPES: dict[str, type[EventBody]] = {}  # kind -> class, filled by @_kind
 B = TypeVar("B", bound=EventBody)
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
 
 
 def _kind(kind: str) -> Callable[[type[B]], type[B]]:
@@ -66,52 +40,6 @@ def _kind(kind: str) -> Callable[[type[B]], type[B]]:
         EVENT_TYPES[kind] = made = dataclass(frozen=True, kw_only=True)(cls)
         return made
     return wrap
-
-
-def _dump(value: Any) -> Any:
-    if isinstance(value, Statement):
-        return statement_to_dict(value)
-    if isinstance(value, (tuple, list)):
-        return [_dump(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _dump(v) for k, v in value.items()}
-    return value
-
-
-def _load(value: Any, hint: Any, name: str) -> Any:
-    """``value`` (JSON-shaped or already typed) as the type ``hint`` describes."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return value
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        return _load(value, next(a for a in args if a is not type(None)), name)
-    if origin is Literal:
-        if value not in args:
-            raise ValueError(f"{name} must be one of {args}, got {value!r}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, (tuple, list)):
-            raise TypeError(f"{name} must be a sequence, got {value!r}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_load(v, args[0], name) for v in value)
-        if len(value) != len(args):
-            raise ValueError(f"{name} must have {len(args)} items, got {value!r}")
-        return tuple(_load(v, a, name) for v, a in zip(value, args))
-    if origin in (dict, collections.abc.Mapping):
-        if not isinstance(value, Mapping):
-            raise TypeError(f"{name} must be a mapping, got {value!r}")
-        return _dump(value)  # JSON-shaped now, so it equals itself after a trip through the log
-    if hint is Statement:
-        return value if isinstance(value, Statement) else statement_from_dict(value)
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-        return float(value)
-    if hint in (int, str, bool) and (not isinstance(value, hint) or (hint is int and isinstance(value, bool))):
-        raise TypeError(f"{name} must be {hint.__name__}, got {value!r}")
-    return value
 
 
 # -- state events (the fold in core/knowledge.py reads these payload keys) ----------------------
@@ -156,11 +84,13 @@ class RollbackGlobal(EventBody):
 # -- channel ------------------------------------------------------------------------------------
 @_kind("message")
 class Message(EventBody):
-    """A message posted on the channel; ``payload`` is the sender's free-form content."""
+    """A message posted on the channel; ``payload`` is its typed body's payload, ``body`` names the body's class
+    (core/messages.py reads it back; "" for a message without a body, or logged before bodies were typed)."""
     kind: Literal["assert", "inform", "reject", "challenge"]
     recipients: tuple[str, ...]
     statements: tuple[Statement, ...] = ()
     payload: Mapping[str, Any] = field(default_factory=dict)
+    body: str = ""
 
 
 @_kind("round")

@@ -13,12 +13,11 @@ import threading
 from typing import Any, Iterable, Mapping
 
 from . import events as ev
-from .channel import LogicalClock
+from .clock import LogicalClock
 from .conflicts import Verdict
 from .knowledge import STATE_EVENTS, KnowledgeState, Statement, StateFolder, discarded_between, fold, with_time
 from .log import Checkpoint, Event, EventLog
 
-JUDGEMENT = ev.Judgement.KIND
 SYSTEM = "system"
 
 

@@ -18,7 +18,7 @@ from mwparserfromhell.wikicode import Wikicode
 from ..dates import parse_date_text, parse_quantity
 from ..text import fold
 from .relations import ENTITY_RELATIONS, TEXT_RELATIONS, WHEN_RELATIONS, canonical_relation, key_unit, snake_case
-from .store import Triple
+from .triples import Triple
 from .values import DateValue, Link, Renderer, entity_links, item_text
 
 _START = re.compile(

@@ -9,7 +9,8 @@ from ..config import Config
 from ..errors import QuestionError, ReagentError
 from ..retrieval.layout import read_manifest, resolve_index
 from ..retrieval.readers import BENCHMARK_FORMATS
-from .store import KG_FILENAME, KnowledgeGraph, Triple
+from .store import KG_FILENAME, KnowledgeGraph
+from .triples import Triple
 
 _CORPUS_NAMES = {"hotpotqa": "HotpotQA", "2wiki": "2WikiMultiHopQA", "musique": "MuSiQue"}
 

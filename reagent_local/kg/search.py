@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ..text import fold
 from .relations import QUESTION_CUES, WHEN_RELATIONS, WHERE_RELATIONS, is_canonical
-
-if TYPE_CHECKING:
-    from .store import Triple
+from .triples import Triple
 
 MAX_TITLE_TOKENS = 10
 _STOPWORDS = frozenset(
@@ -44,7 +42,7 @@ def _question_words(question: str) -> set[str]:
     return words | {_stem(w) for w in words}
 
 
-def relation_score(question: str, triple: "Triple") -> float:
+def relation_score(question: str, triple: Triple) -> float:
     """How strongly the question asks for this triple's relation (0 when not at all)."""
     folded = fold(question)
     words = _question_words(question)
@@ -73,11 +71,11 @@ def relation_score(question: str, triple: "Triple") -> float:
 
 def rank_triples(
     question: str,
-    triples: Sequence["Triple"],
+    triples: Sequence[Triple],
     entities: Sequence[str],
     *,
-    reverse: Sequence["Triple"] = (),
-) -> list["Triple"]:
+    reverse: Sequence[Triple] = (),
+) -> list[Triple]:
     """Triples sorted by relation relevance, then entity match order, then infobox order.
 
     ``triples`` are about the question's entities; ``reverse`` triples merely have a

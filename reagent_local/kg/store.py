@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -11,13 +10,14 @@ import duckdb
 from ..errors import IndexMismatchError
 from ..text import fold
 from .search import question_ngrams, rank_triples
+from .triples import Triple
 
 KG_FILENAME = "kg.duckdb"
 SCHEMA_VERSION = 1
 _KIND_ORDER = {"title": 0, "redirect": 1, "alias": 2, "name": 3}
 REVERSE_LIMIT = 500  # triples found by value per question; a common value ("English") is capped
 
-# Column order of the triples table; Triple's fields follow it.
+# Column order of the triples table; Triple's fields (kg/triples.py) follow it.
 TRIPLE_COLUMNS = ("subject", "relation", "value", "value_number", "unit", "value_date",
                   "raw_key", "passage_id", "display")
 
@@ -38,36 +38,6 @@ CREATE INDEX triples_value_key ON triples (value_key);
 CREATE INDEX triples_display_key ON triples (display_key);
 CREATE INDEX entities_name_key ON entities (name_key);
 """
-
-
-@dataclass(frozen=True)
-class Triple:
-    """One infobox fact with its provenance.
-
-    ``value`` is canonical: the target title when the infobox links an entity
-    (``Montgomery, Alabama``), else the text a reader sees. ``display`` is the
-    linked text when it differs from the target (``Montgomery``), else None.
-    """
-
-    subject: str
-    relation: str
-    value: str
-    value_number: float | None
-    unit: str | None
-    value_date: str | None  # ISO 8601 at the source's precision: 1809-02-12, 1861-03, 1834
-    raw_key: str  # the infobox key as written, e.g. "LargestCity"
-    passage_id: str  # f"{subject}#0": the article's first passage
-    display: str | None = None
-
-
-def triple_to_fact_text(triple: Triple) -> str:
-    """One line an LLM or a reader can use: ``Alabama: capital = Montgomery, Alabama (shown as "Montgomery")``."""
-    text = f"{triple.subject}: {triple.relation.replace('_', ' ')} = {triple.value}"
-    if triple.display and triple.display != triple.value:
-        text += f' (shown as "{triple.display}")'
-    if triple.value_date and triple.value_date != triple.value:
-        text += f" [{triple.value_date}]"
-    return text
 
 
 class KnowledgeGraph:

@@ -23,7 +23,7 @@ from .build import build_index
 from .convert import convert_index
 from .dense import choose_type
 from .index import MODES, Index
-from .layout import benchmark_index_name, folder_size
+from .layout import benchmark_index_name
 
 KS = (2, 5, 10)
 
@@ -143,38 +143,3 @@ def write_report(report: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return path
-
-
-def measure_build(source: Path, name: str, config: Config, *, fmt: str = "auto", limit: int | None = None,
-                  kg: bool = False, progress: bool = True) -> dict:
-    """Build an index, then time a bare ``SentenceTransformer.encode`` of the same passages in this process.
-
-    Returns the build's seconds and embedding rate next to the bare rate; their ratio
-    is the pipeline's overhead (DuckDB reads, shard writes, progress display).
-    """
-    from .embed import Embedder
-    from .passages import index_text
-    from .store import FILENAME, PassageStore
-
-    embedder = Embedder(config.retrieval.embedder)
-    embedder.encode(["warm up"])  # load the model before the clock starts, as the bare run has it loaded
-    path = build_index(source, name, config, fmt=fmt, limit=limit, kg=kg, force=True, progress=progress,
-                       embedder=embedder)
-    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    store = PassageStore(path / FILENAME)
-    texts = [index_text(t, x) for t, x in store.iter_range(0, manifest["passages"])]
-    store.close()
-    began, cpu_began = time.perf_counter(), time.process_time()
-    embedder.model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True, show_progress_bar=False)
-    bare, bare_cpu = time.perf_counter() - began, time.process_time() - cpu_began
-    build_rate = manifest["passages"] / manifest["seconds"]["embedding"]
-    return {
-        "index": name, "passages": manifest["passages"], "build_seconds": manifest["build_seconds"],
-        "step_seconds": manifest["seconds"], "embedding": manifest["embedding"],
-        "build_embed_passages_per_second": build_rate,
-        "bare_encode_seconds": bare, "bare_encode_cpu_seconds": bare_cpu, "bare_passages_per_second": len(texts) / bare,
-        "overhead_ratio": (len(texts) / bare) / build_rate,
-        "cpu_overhead_ratio": manifest["embedding"]["step_cpu_seconds"] / bare_cpu,
-        "index_bytes": folder_size(path),
-        "file_bytes": {p.name: folder_size(p) if p.is_dir() else p.stat().st_size for p in path.iterdir()},
-    }

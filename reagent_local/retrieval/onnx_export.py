@@ -21,13 +21,20 @@ import time
 import warnings
 from importlib import metadata
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError, ModelIntegrityError
 from ..paths import file_sha256
-from .onnx_embed import EXPORT_FORMAT, FILES, MANIFEST, OnnxEmbedder
+from .embed_model import Embedder, resolve_model_path
 
+EXPORT_FORMAT = 1
+MANIFEST = "export.json"
+# backend name -> (precision, file in the export folder)
+FILES = {"onnx": "model-fp32.onnx", "onnx-int8": "model-int8.onnx"}
+# encodes texts with one backend's file of an export (folder and manifest): how an export is checked
+Encode = Callable[[str, Path, dict, Sequence[str]], np.ndarray]
 OPSET = 17
 # The lowest cosine to PyTorch's vector each file must reach on every check text.
 # Measured on 1,971 HotpotQA passages: fp32 >= 0.99999, int8 >= 0.987 (docs/retrieval.md).
@@ -149,14 +156,13 @@ def _agreement(reference: np.ndarray, vectors: np.ndarray) -> dict:
             "texts": len(cosines), "cosines": [round(float(c), 6) for c in cosines]}
 
 
-def export_embedder(name: str, folder: Path) -> dict:
+def export_embedder(name: str, folder: Path, encode: Encode) -> dict:
     """Export embedder ``name`` into ``folder`` (replacing it); returns the manifest written there.
 
     Reads only local files (the SentenceTransformer folder); needs torch, onnx and
-    onnxruntime. The caller holds the export lock.
+    onnxruntime. The caller holds the export lock. ``encode`` runs each new file on the
+    check texts (the ONNX embedder's own code path, onnx_embed.py).
     """
-    from .embed import Embedder, resolve_model_path
-
     began = time.perf_counter()
     source = resolve_model_path(name)
     weights = weights_file(source)
@@ -191,9 +197,7 @@ def export_embedder(name: str, folder: Path) -> dict:
         reference = model.encode(CHECK_TEXTS, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         manifest["agreement"] = {}
         for backend in FILES:
-            embedder = OnnxEmbedder(name, backend=backend, models_dir=folder.parent.parent)
-            embedder.open_files(tmp, manifest)
-            manifest["agreement"][backend] = _agreement(reference, embedder.encode(CHECK_TEXTS))
+            manifest["agreement"][backend] = _agreement(reference, encode(backend, tmp, manifest, CHECK_TEXTS))
         manifest["seconds"] = round(time.perf_counter() - began, 1)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         for backend, minimum in MIN_COSINE.items():

@@ -1,11 +1,13 @@
 """Question-shape rules: named, documented, switchable, and recorded when they fire.
 
 Importing this package registers every rule (see :mod:`.registry`); the roles consult
-them by stage: the decomposer the ``plan`` rules, the verifier the ``check`` rules, the
-assembler the ``assemble`` and ``constrain`` rules.
+them by stage: the decomposer the ``plan-check`` and ``plan-reshape`` rules, the verifier
+the ``check`` and ``doubt`` rules, the supervisor the ``trust`` rules, the assembler the
+``final``, ``assemble``, ``constrain`` and ``snap`` rules.
 """
 
-from . import plan_rules, answer_types, assemble_rules  # noqa: F401,I001  (registers the rules, stage by stage)
+# importing the modules registers their rules, stage by stage
+from . import plan_rules, answer_types, doubt_rules, assemble_rules, road_rules  # noqa: F401,I001
 from .answer_types import answer_type_problem
 from .registry import RULES, Firing, Rule, RuleSet, describe_rules, resolve, rule
 

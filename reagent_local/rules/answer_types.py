@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..dates import is_date_or_number
-from ..text import normalize
+from ..text import is_yes_no_value
 from .registry import RuleSet, rule
 from .shapes import (asks_number, asks_place_or_name, either_or_options, is_yes_no_question, matching_option,
                      names_from_question)
@@ -22,7 +22,7 @@ _NUMBER_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|
 @rule("yes-no-answer", "check")
 def yes_no_mismatch(question: str, answer: str) -> str | None:
     """A yes/no question takes 'yes' or 'no', and only a yes/no question does."""
-    is_yes_no = normalize(answer) in {"yes", "no"}
+    is_yes_no = is_yes_no_value(answer)
     if is_yes_no_question(question) and not is_yes_no:
         return f"the question asks yes or no but the answer is {answer!r}"
     if is_yes_no and not is_yes_no_question(question):
@@ -51,7 +51,7 @@ def echoes_the_question(question: str, answer: str) -> str | None:
     """An answer is not a name the question itself gives (but for the options of 'A or B?' and yes/no)."""
     # a question names what it asks about, not what it asks for: on the tune questions every answer that
     # repeated one of the question's names was wrong, on every method
-    if normalize(answer) in {"yes", "no"} or either_or_options(question) is not None:
+    if is_yes_no_value(answer) or either_or_options(question) is not None:
         return None
     if names_from_question(question, answer):
         return f"the answer {answer!r} is a name the question itself gives"

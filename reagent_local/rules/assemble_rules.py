@@ -8,19 +8,16 @@ model when none decides.
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
-from ..dates import date_key
-from ..plan import StepLike, is_chain, local_dependencies
-from ..text import normalize
+from ..dates import date_key, numbers_in
+from ..reasoning.plan import StepLike, is_chain, local_dependencies
+from ..text import YES_NO, normalize
 from .registry import rule
 from .shapes import (
     asks_all, compares_dates, comparison_direction, either_or_options, is_yes_no_question, matching_option,
     same_property,
 )
-
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
 @rule("chain-last-step", "assemble")
@@ -39,7 +36,7 @@ def both_yes(question: str, steps: Sequence[StepLike]) -> str | None:
     """'Are both A and B ...?' answered by yes/no steps: yes only when every step says yes."""
     norm = [normalize(s.answer) for s in steps]
     if not is_yes_no_question(question) or not asks_all(question) or not norm \
-            or any(a not in {"yes", "no"} for a in norm):
+            or any(a not in YES_NO for a in norm):
         return None
     return "yes" if all(a == "yes" for a in norm) else "no"
 
@@ -61,7 +58,7 @@ def same_answer(question: str, steps: Sequence[StepLike]) -> str | None:
     if len(ends) != 2 or not all(prop in normalize(steps[i].question).split() for i in ends):
         return None
     a, b = (set(normalize(steps[i].answer).split()) for i in ends)
-    if not a or not b or {"unknown"} & (a | b) or a <= {"yes", "no"} or b <= {"yes", "no"}:
+    if not a or not b or {"unknown"} & (a | b) or a <= YES_NO or b <= YES_NO:
         return None
     return "yes" if a <= b or b <= a else "no"
 
@@ -77,10 +74,10 @@ def _ordered(a: str, b: str, by_date: bool) -> int | None:
         if 0 in ka[1:] or 0 in kb[1:] or ka == kb:
             return None  # the same year and a missing month or day: not clear
         return -1 if ka < kb else 1
-    na, nb = _NUMBER.findall(a), _NUMBER.findall(b)
+    na, nb = numbers_in(a), numbers_in(b)
     if len(na) != 1 or len(nb) != 1:
         return None
-    va, vb = float(na[0].replace(",", "")), float(nb[0].replace(",", ""))
+    va, vb = na[0], nb[0]
     return None if va == vb else (-1 if va < vb else 1)
 
 

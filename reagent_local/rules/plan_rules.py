@@ -1,11 +1,18 @@
-"""Plan rules: what the decomposer does with the model's plan before any step runs."""
+"""Plan rules: what the decomposer does with the model's plan before any step runs.
+
+``plan-check`` rules send a plan back to be written again (once; a plan that fails the
+same way again leaves the question whole); ``plan-reshape`` rules reshape a plan that
+passed. The checks' findings are plain functions too (``missing_parts``, ...), so tests
+and tools can ask what a rule would object to.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Literal, Sequence
 
-from ..plan import REFERENCE, SubQuestion, plan_from
+from ..reasoning.plan import REFERENCE, SubQuestion, plan_from
 from .registry import rule
 from .shapes import either_or_options, mentions
 
@@ -14,6 +21,14 @@ _QUOTED = re.compile(r'"([^"]+)"')
 _SKIP = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How", "In", "On", "At", "The", "A", "An",
          "Is", "Are", "Was", "Were", "Do", "Does", "Did", "Of", "For", "From", "By", "As", "To", "And", "Or"}
 _LINKS = {"of", "the", "de", "von", "van"}
+
+
+@dataclass(frozen=True)
+class SendBack:
+    """A plan check's finding: what is wrong, and which prompt asks again (the names it lost, or the shape)."""
+
+    what: str
+    lost: Literal["names", "shape"] = "shape"
 
 
 def named_parts(question: str) -> list[str]:
@@ -30,9 +45,8 @@ def named_parts(question: str) -> list[str]:
     return sorted(p for p in parts if p)
 
 
-@rule("keep-named-parts", "plan")
 def missing_parts(question: str, plan: Sequence[SubQuestion]) -> list[str]:
-    """A plan that drops a name or number of the question is sent back once, then the question is kept whole."""
+    """The names and numbers of the question no step of the plan mentions."""
     text = " ".join(s.text for s in plan).lower()
     missing = []
     for part in named_parts(question):
@@ -42,7 +56,14 @@ def missing_parts(question: str, plan: Sequence[SubQuestion]) -> list[str]:
     return missing
 
 
-@rule("either-or-steps", "plan")
+@rule("keep-named-parts", "plan-check")
+def keep_named_parts(question: str, plan: Sequence[SubQuestion]) -> SendBack | None:
+    """A plan that drops a name or number of the question is sent back once, then the question is kept whole."""
+    missing = missing_parts(question, plan)
+    return SendBack(", ".join(missing), "names") if missing else None
+
+
+@rule("either-or-steps", "plan-reshape")
 def drop_off_topic_steps(question: str, plan: list[SubQuestion]) -> list[SubQuestion] | None:
     """In an 'A or B?' question, independent steps that name neither option are dropped.
 
@@ -64,7 +85,7 @@ def drop_off_topic_steps(question: str, plan: list[SubQuestion]) -> list[SubQues
     return plan_from(texts, len(texts))
 
 
-@rule("single-step-verbatim", "plan")
+@rule("single-step-verbatim", "plan-reshape")
 def verbatim_single_step(question: str, plan: list[SubQuestion]) -> list[SubQuestion] | None:
     """A one-step plan is the question itself: a paraphrase can only lose something."""
     if len(plan) == 1 and plan[0].text != question:
@@ -81,9 +102,8 @@ def _content_words(text: str) -> set[str]:
     return {w.strip("?,.!'\"()").lower() for w in text.split()} - _QUESTION_WORDS - {""}
 
 
-@rule("split-the-question", "plan")
 def restated_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
-    """A plan of several steps in which a step restates the whole question is sent back to be split."""
+    """The steps (0-based) of a plan of several that restate the whole question."""
     if len(plan) < 2:
         return []
     wanted = _content_words(question)
@@ -93,9 +113,8 @@ def restated_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
     return [s.index for s in plan if not s.depends_on and len(wanted - _content_words(s.text)) <= spare]
 
 
-@rule("anchor-each-step", "plan")
 def unanchored_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
-    """A later step of a plan that names nothing and uses no earlier answer is sent back.
+    """The later steps (0-based) that name nothing and use no earlier answer.
 
     "Where was the performer born?" after "Who performed the song Quiet Shore?" has lost its
     "#1": it is searched on its own words and answered from whatever passage comes up. The
@@ -106,3 +125,24 @@ def unanchored_steps(question: str, plan: Sequence[SubQuestion]) -> list[int]:
     if len(plan) < 2 or either_or_options(question) is not None or not named_parts(question):
         return []
     return [s.index for s in plan[1:] if not s.depends_on and not named_parts(s.text)]
+
+
+@rule("split-the-question", "plan-check")
+def split_the_question(question: str, plan: Sequence[SubQuestion]) -> SendBack | None:
+    """A plan of several steps in which a step restates the whole question is sent back to be split."""
+    restated = restated_steps(question, plan)
+    if not restated:
+        return None
+    numbers = ", ".join(str(i + 1) for i in restated)
+    return SendBack(f"step(s) {numbers} repeat the whole question instead of asking one simple fact")
+
+
+@rule("anchor-each-step", "plan-check")
+def anchor_each_step(question: str, plan: Sequence[SubQuestion]) -> SendBack | None:
+    """A later step of a plan that names nothing and uses no earlier answer is sent back."""
+    unanchored = unanchored_steps(question, plan)
+    if not unanchored:
+        return None
+    numbers = ", ".join(str(i + 1) for i in unanchored)
+    return SendBack(f"step(s) {numbers} name nothing: name the thing the step asks about, "
+                    f"or write #1, #2 for the answer of an earlier step")

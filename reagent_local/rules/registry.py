@@ -1,12 +1,17 @@
 """The rule registry: every question-shape rule is named, documented, switchable, and recorded when it fires.
 
-A rule is a plain function registered with :func:`rule` under a name and a stage:
+A rule is a plain function registered with :func:`rule` under a name and a stage; the
+stage says which role consults it and what it returns:
 
-- ``plan``: reshapes or sends back the decomposer's plan;
-- ``check``: finds why an answer does not fit its question (the verifier's type checks);
-- ``final``: like ``check``, for an answer to the whole question only (the two roads);
-- ``assemble``: decides the final answer in code instead of asking the model;
-- ``constrain``: narrows what the model may answer (a grammar).
+- ``plan-check`` (decomposer): why the model's plan must be written again (a ``SendBack``), or None;
+- ``plan-reshape`` (decomposer): the plan reshaped (its steps), or None;
+- ``check`` (verifier): why an answer's type does not fit its question, or None;
+- ``doubt`` (verifier): why an answer may have been read in the wrong place (worth one retry), or None;
+- ``final`` (assembler): like ``check``, for an answer to the whole question only (the two roads);
+- ``trust`` (supervisor): whether the question's shape lets a chain be trusted at a lower bar;
+- ``assemble`` (assembler): the final answer decided in code instead of asking the model, or None;
+- ``constrain`` (assembler): what the model may answer (a grammar's options), or None;
+- ``snap`` (assembler): a whole-question answer rewritten to the question's own words, or None.
 
 Which rules run is configuration (``[pipeline] rules = ["all", "-same-x"]``, or
 ``--rules`` on ``ask`` and ``bench run``); a :class:`RuleSet` holds the enabled ones for
@@ -21,7 +26,10 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from ..errors import ConfigError
 
-STAGES = ("plan", "check", "final", "assemble", "constrain")
+# stage -> the role that consults its rules (and logs their firings)
+STAGES = {"plan-check": "decomposer", "plan-reshape": "decomposer", "check": "verifier", "doubt": "verifier",
+          "final": "assembler", "trust": "supervisor", "assemble": "assembler", "constrain": "assembler",
+          "snap": "assembler"}
 ALL = "all"
 NONE = "none"
 
@@ -48,7 +56,7 @@ RULES: dict[str, Rule] = {}
 def rule(name: str, stage: str) -> Callable[[F], F]:
     """Register a function as the rule ``name`` of ``stage`` (it needs a one-line docstring)."""
     if stage not in STAGES:
-        raise ValueError(f"unknown rule stage {stage!r}; use one of {STAGES}")
+        raise ValueError(f"unknown rule stage {stage!r}; use one of {tuple(STAGES)}")
 
     def register(fn: F) -> F:
         if name in RULES:

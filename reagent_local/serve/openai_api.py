@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..answer import Answer
+from ..reasoning.answer import Answer
 from . import sse
 from .errors import ApiError, bad_request
 from .live import Describer

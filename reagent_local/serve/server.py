@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..api import ReAgent
 from ..config import Config
 from ..errors import ReagentError
-from ..wiring import build_pipeline
+from ..reasoning.wiring import build_pipeline
 from .app import create_app
 from .live import ObservedLog
 from .service import LOOPBACK_HOSTS, STOPPED, ServeSettings, Service

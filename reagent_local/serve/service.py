@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from ..api import ReAgent
 from ..errors import QuestionError
-from ..pipeline import validate_question
+from ..reasoning.pipeline import validate_question
 from .errors import ApiError, bad_request, from_reagent_error
 from .live import LiveRuns, ObservedLog
 from .worker import TERMINAL, Job, Worker

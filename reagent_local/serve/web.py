@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
-from ..answer import Answer
+from ..reasoning.answer import Answer
 from ..trace import load_trace, render_html
 from ..trace.runs import export_run, list_runs, resolve_run_id
 from . import sse

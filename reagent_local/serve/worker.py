@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..agents.controller import RunCancelled
-from ..answer import Answer
+from ..reasoning.answer import Answer
 from ..errors import ReagentError
 from .errors import ApiError, from_reagent_error, internal
 

@@ -48,13 +48,16 @@ def _message(m: ev.Message) -> str:
         where = f"step {step + 1}, " if isinstance(step, int) else ""
         line = f"{head}: {len(body['passages'])} passages ({where}query {quoted(body.get('query', ''), 70)}): {titles}"
         facts = body.get("facts") or []
-        if facts:
-            line += f"; {len(facts)} infobox facts: " + "; ".join(clean(f, 60) for f in facts[:4])
+        if facts:  # each fact a line of text (older logs) or a typed fact with its text
+            texts = [f.get("text", "") if isinstance(f, Mapping) else f for f in facts[:4]]
+            line += f"; {len(facts)} infobox facts: " + "; ".join(clean(t, 60) for t in texts)
             line += " ..." if len(facts) > 4 else ""
         return line
     if m.kind == "reject":
-        reason = body.get("reason") or body.get("escalation") or ""
+        reason = body.get("reason") or "; ".join(body.get("reasons") or []) or body.get("escalation") or ""
         return f"{head}: {' + '.join(texts)}" + (f" — {clean(reason, 120)}" if reason else "")
+    if m.kind == "inform" and "answer" in body:  # the assembler's answer, with the statements it stood on
+        return f"{head}: answer {quoted(body['answer'])}"
     if texts:
         return f"{head}: {' + '.join(texts)}"
     if "answer" in body:

@@ -3,8 +3,8 @@
 Dependencies are explicit: ``Pipeline(config, llm=..., retriever=..., log=...)``. One
 model serves every role unless ``role_llms`` names another for a role. Every LLM call,
 message, checkpoint and rollback is an event in the run's log, so ``reagent trace``
-can show exactly why an answer came out as it did. ``reagent_local.wiring`` builds a
-Pipeline from configuration (models, index, knowledge graph, log).
+can show exactly why an answer came out as it did. ``reagent_local.reasoning.wiring``
+builds a Pipeline from configuration (models, index, knowledge graph, log).
 """
 
 from __future__ import annotations
@@ -12,25 +12,22 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Callable, Mapping
 
-from .agents.retriever import SearchIndex
-from .agents.controller import Budget, RunCancelled
+from ..agents.controller import Budget, RunCancelled
+from ..agents.retriever import SearchIndex
+from ..config import BACKTRACKING, Config
+from ..core import events as ev
+from ..core.channel import Channel
+from ..core.conflicts import ConflictChecker
+from ..core.log import EventLog
+from ..core.workspace import Workspace
+from ..errors import QuestionError
+from ..rules import Firing, RuleSet
+from ..rules.registry import STAGES
+from ..runtime.llm import LLM
 from .answer import Answer
 from .calls import CallLedger
-from .config import BACKTRACKING, Config
-from .core import events as ev
-from .core.channel import Channel
-from .core.conflicts import ConflictChecker
-from .core.log import EventLog
-from .core.workspace import Workspace
-from .errors import QuestionError
-from .llm import LLM
-from .rules import Firing, RuleSet
-from .run import QuestionRun
+from .driver import QuestionRun
 from .team import build_team
-
-# who logs a rule's firing: the role that consults rules of that stage
-_RULE_AGENT = {"plan": "decomposer", "check": "verifier", "final": "assembler", "assemble": "assembler",
-               "constrain": "assembler"}
 
 
 def validate_question(question: str, max_chars: int) -> str:
@@ -78,11 +75,11 @@ class Pipeline:
                            temperature=llm.temperature, seed=llm.seed)
 
         def log_firing(firing: Firing) -> None:
-            workspace.record(_RULE_AGENT[firing.stage], ev.RuleFired(rule=firing.rule, stage=firing.stage,
+            workspace.record(STAGES[firing.stage], ev.RuleFired(rule=firing.rule, stage=firing.stage,
                                                                      step=firing.step, detail=firing.detail))
 
         rules = RuleSet(settings.rules, on_fire=log_firing)
-        team = build_team(self.config, calls, workspace, rules, self.retriever, self.kg)
+        team = build_team(self.config, calls, workspace, rules, self.retriever, self.kg, budget=budget)
         # the channel checks concurrent asserts with rules only; LLM judging is the verifier's job
         channel = Channel(workspace, ConflictChecker())
         run = QuestionRun(text, team=team, workspace=workspace, channel=channel, calls=calls, settings=settings)

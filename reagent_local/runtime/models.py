@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import ModelFetchError, ModelIntegrityError, ModelNotFoundError
-from .locks import file_lock, holder_of
-from .paths import file_sha256, is_disk_full, unwritable_reason
+from ..errors import ModelFetchError, ModelIntegrityError, ModelNotFoundError
+from ..locks import file_lock, holder_of
+from ..paths import file_sha256, is_disk_full, unwritable_reason
 
 _CHUNK = 1 << 20
 _GGUF_VERSIONS = (1, 2, 3)

@@ -1,6 +1,6 @@
 """Probe a model load in a child process before this process risks it: never a bare segfault.
 
-A native crash inside llama.cpp (the AMX repacking fault in reagent_local/cpu.py is one) kills the
+A native crash inside llama.cpp (the AMX repacking fault in reagent_local/runtime/cpu.py is one) kills the
 whole process without a Python exception. So the first load of each combination of model file,
 llama.cpp build, CPU and settings runs in a child process first: load, then a few tokens of a fixed
 prompt. The verdict (which ``extra_buffers`` value works) is remembered in the home's cache, keyed
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .cpu import CpuInfo, extra_buffers_enabled, read_cpu
-from .errors import NativeCrashError
+from ..errors import NativeCrashError
 
 VERDICT_VERSION = 1
 PROBE_TIMEOUT_S = 600.0  # a large model on a slow disk; a hang is inconclusive, not a verdict
@@ -106,7 +106,7 @@ def probe_key(model: Path, setting: str, cpu: CpuInfo, build: tuple[str, str], g
 
 def child_command(model: Path, extra_buffers: bool, gpu_layers: int, threads: int) -> list[str]:
     """The command line of a probe child: this module run as a script."""
-    return [sys.executable, "-m", "reagent_local.load_probe", str(model),
+    return [sys.executable, "-m", "reagent_local.runtime.load_probe", str(model),
             "--extra-buffers", "on" if extra_buffers else "off", "--gpu-layers", str(gpu_layers),
             "--threads", str(threads)]
 
@@ -238,7 +238,7 @@ def _child_main(argv: Sequence[str]) -> int:
     """The probe child: load the model with the given setting and generate a few tokens."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m reagent_local.load_probe")
+    parser = argparse.ArgumentParser(prog="python -m reagent_local.runtime.load_probe")
     parser.add_argument("model", type=Path)
     parser.add_argument("--extra-buffers", choices=("on", "off"), required=True)
     parser.add_argument("--gpu-layers", type=int, default=0)

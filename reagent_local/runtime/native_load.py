@@ -1,7 +1,7 @@
 """Constructing a llama.cpp model with the model parameters llama-cpp-python does not expose.
 
 ``llama_cpp.Llama`` takes no argument for ``use_extra_bufts`` (llama.cpp's weight repacking into
-extra buffer types, see reagent_local/cpu.py). It builds its model parameters from
+extra buffer types, see reagent_local/runtime/cpu.py). It builds its model parameters from
 ``llama_model_default_params()`` inside its constructor, so for the duration of one construction
 that function is wrapped to return the parameters with the field set. A lock keeps two
 constructions in one process from seeing each other's wrapper.

@@ -2,7 +2,7 @@
 
 Versions (Python, llama-cpp-python and llama.cpp's own system line, FAISS, DuckDB, ONNX Runtime,
 torch), the CPU and the llama.cpp settings that follow from it, the home and its free disk, the
-models and indexes with their state, then the load probe (reagent_local/load_probe.py) of the
+models and indexes with their state, then the load probe (reagent_local/runtime/load_probe.py) of the
 default model. Every problem comes with the fix on the same line.
 """
 
@@ -17,10 +17,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .config import Config
+from ..config import Config
+from ..errors import ReagentError
+from ..paths import file_sha256, unwritable_reason
 from .cpu import extra_buffers_enabled, read_cpu
-from .errors import ReagentError
-from .paths import file_sha256, unwritable_reason
 
 PACKAGES = ("reagent-local", "llama-cpp-python", "faiss-cpu", "duckdb", "onnxruntime", "torch",
             "sentence-transformers", "bm25s", "numpy", "pydantic", "click")
@@ -115,7 +115,7 @@ def _models(config: Config, report: Report) -> list[dict[str, Any]]:
 
 
 def _indexes(config: Config, report: Report) -> list[dict[str, Any]]:
-    from .retrieval.layout import interrupted_builds, list_indexes
+    from ..retrieval.layout import interrupted_builds, list_indexes
 
     try:
         found = list_indexes(config)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .agents.evidence import is_unknown
+from ..agents.evidence import is_unknown
+from ..core import events as ev
 from .answer import Answer, PassageRef, SubQuestionResult
-from .core import events as ev
-
-if TYPE_CHECKING:
-    from .run import QuestionRun
+from .calls import CallLedger
+from .state import RunState
 
 
-def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
+def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: str) -> Answer:
     """The run's Answer (sub-questions, cited passages, cost, uncertainty), recorded in the log."""
     uncertain = bool(reason) or any(s.uncertain for s in run.steps) or is_unknown(final)
     if not reason and uncertain:
@@ -28,12 +26,12 @@ def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
                                       step.uncertain, facts))
     for p in run.fallback_cited:
         cited.setdefault(p.id, PassageRef(p.id, p.title, p.text))
-    calls, team = run.calls, run.team
+    team = run.team
     answer = Answer(
         question=run.question, answer=final, run_id=run.ws.run_id, subquestions=tuple(subs),
         passages=tuple(cited.values()), backtracks=dict(run.backtracks), llm_calls=calls.calls,
         prompt_tokens=calls.prompt_tokens, completion_tokens=calls.completion_tokens,
-        seconds=time.monotonic() - calls.budget.started, llm_seconds=calls.llm_seconds, uncertain=uncertain,
+        seconds=team.controller.budget.elapsed, llm_seconds=calls.llm_seconds, uncertain=uncertain,
         uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
         rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.signals)),
         answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run))
@@ -49,7 +47,7 @@ def finish(run: "QuestionRun", final: str, status: str, reason: str) -> Answer:
     return answer
 
 
-def _roads(run: "QuestionRun") -> dict[str, Any] | None:
+def _roads(run: RunState) -> dict[str, Any] | None:
     """The two roads' answers and the supervisor's verdict, when the roads disagreed."""
     verdict = run.verdict
     if verdict is None:
@@ -59,7 +57,7 @@ def _roads(run: "QuestionRun") -> dict[str, Any] | None:
             "judged": verdict.judged, "reason": verdict.reason}
 
 
-def _before_backtracking(run: "QuestionRun", final: str) -> str | None:
+def _before_backtracking(run: RunState, final: str) -> str | None:
     """The answer before any rollback: the final one if none fired; the chain's first answer if only the
     roads' global rollbacks fired after it; None when a rollback fired before the first answer existed."""
     if not run.backtracks["local"] and not run.backtracks["global"]:

@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from .errors import ModelFetchError
-from .models import Downloader, pip_download
+from ..errors import ModelFetchError
+from ..runtime.models import Downloader, pip_download
 
 GENSIM_REQUIREMENT = "gensim==4.4.0"
 WIKI_SAMPLE_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"

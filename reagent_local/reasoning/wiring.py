@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .core.log import EventLog
-from .errors import ConfigError, IndexNotFoundError
-from .llm import LLM, LlamaModel
-from .models import resolve_model
+from ..config import Config
+from ..core.log import EventLog
+from ..errors import ConfigError, IndexNotFoundError
+from ..runtime.llm import LLM, LlamaModel
+from ..runtime.models import resolve_model
 from .pipeline import Pipeline
 
 # the roles that call a model (the controller decides without one)
@@ -42,7 +42,7 @@ def role_models(config: Config) -> dict[str, LlamaModel]:
 
 def open_index(name: str, config: Config) -> Any:
     """Open an index by name or path, with a hint that says how to build the default one."""
-    from .retrieval import Index
+    from ..retrieval import Index
 
     try:
         return Index.open(name, config)
@@ -57,7 +57,7 @@ def open_kg(index: Any, config: Config) -> Any | None:
     """The index's knowledge graph, or None when it was built without one or the config turns it off."""
     if not config.retrieval.use_kg or not hasattr(index, "path"):
         return None
-    from .kg.store import KnowledgeGraph
+    from ..kg.store import KnowledgeGraph
 
     return KnowledgeGraph.open(Path(index.path))
 

@@ -1,21 +1,28 @@
-"""LLM calls on behalf of agents: budget-checked, counted and logged (the agents' ``Caller``)."""
+"""LLM calls on behalf of agents: charged to the controller's budget, counted and logged (the agents' ``Caller``)."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
-from .agents.controller import Budget
-from .core import events as ev
-from .core.log import EventLog
-from .core.workspace import Workspace
-from .errors import LLMOutputError
-from .llm import LLM, JsonResult, Message
+from ..core import events as ev
+from ..core.log import EventLog
+from ..core.workspace import Workspace
+from ..errors import LLMOutputError
+from ..runtime.llm import LLM, JsonResult, Message
+
+
+class Charges(Protocol):
+    """What the ledger needs of a budget (the controller's ``Budget`` fits)."""
+
+    llm_calls: int
+
+    def charge_call(self) -> None: ...
 
 
 class CallLedger:
     """Makes every model call of one run: charges the budget, logs the prompt and output, adds up the cost."""
 
-    def __init__(self, log: EventLog, run_id: str, workspace: Workspace, budget: Budget,
+    def __init__(self, log: EventLog, run_id: str, workspace: Workspace, budget: Charges,
                  model_for: Callable[[str], LLM], *, temperature: float, seed: int) -> None:
         self.log = log
         self.run_id = run_id

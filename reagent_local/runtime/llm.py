@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
+from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
 from .prefill import DEFAULT_BLOCK, aligned_llama_class
 
 T = TypeVar("T", bound=BaseModel)
@@ -172,12 +172,6 @@ def check_grammar_limits(schema: Any, where: str = "schema") -> None:
             check_grammar_limits(item, where)
 
 
-def read_gguf_magic(path: Path) -> bytes:
-    """First four bytes of a file (b'GGUF' for a GGUF model)."""
-    with open(path, "rb") as handle:
-        return handle.read(4)
-
-
 def physical_threads() -> int:
     """Threads for llama.cpp: the CPUs this process may use."""
     try:
@@ -203,11 +197,11 @@ class LlamaModel:
     # role's fixed instructions are found again instead of being prefilled afresh
     prompt_cache_mb: int = 0
     # prompts are evaluated in blocks of this many tokens aligned to position 0, so an answer does not
-    # depend on which prompts ran before (reagent_local/prefill.py); 0: llama.cpp's own evaluation
+    # depend on which prompts ran before (reagent_local/runtime/prefill.py); 0: llama.cpp's own evaluation
     prefill_block: int = DEFAULT_BLOCK
-    # llama.cpp's extra buffer types (weight repacking): auto | on | off; auto is off on AMX CPUs (reagent_local/cpu.py)
+    # llama.cpp's extra buffer types (weight repacking): auto | on | off; auto is off on AMX CPUs (reagent_local/runtime/cpu.py)
     extra_buffers: str = "auto"
-    # where load-probe verdicts are remembered (reagent_local/load_probe.py); None: the default home's cache
+    # where load-probe verdicts are remembered (reagent_local/runtime/load_probe.py); None: the default home's cache
     probe_cache: Path | None = None
     # how the last load was probed: which extra_buffers value it used and what the probe cost
     load_verdict: Any = field(default=None, init=False, repr=False)
@@ -233,7 +227,7 @@ class LlamaModel:
 
         from .load_probe import safe_extra_buffers
         from .native_load import construct_llama
-        from .paths import default_home
+        from ..paths import default_home
 
         gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
         threads = self.n_threads or physical_threads()
@@ -360,8 +354,3 @@ def _prompt_cache(capacity_bytes: int) -> Any:
             super().__setitem__(key, value)
 
     return PromptCache(capacity_bytes=capacity_bytes)
-
-
-def dump_messages(messages: Sequence[Message]) -> str:
-    """Messages as compact JSON (what the log stores as the rendered prompt)."""
-    return json.dumps(list(messages), ensure_ascii=False)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .agents.assembler import StepResult
-from .agents.evidence import Evidence, EvidencePassage
-from .agents.verifier import Attempt
-from .core.knowledge import Statement
+from ..agents.assembler import StepResult
+from ..agents.evidence import Evidence, EvidencePassage
+from ..agents.verifier import Attempt
+from ..core.knowledge import Statement
 from .plan import SubQuestion
 
 
@@ -17,8 +17,7 @@ class Step:
 
     sub: SubQuestion
     question: str = ""  # with earlier answers substituted
-    query: str = ""  # the query of the evidence now in hand
-    evidence: Evidence | None = None
+    evidence: Evidence | None = None  # what the verifier is reading, then what the accepted answer came from
     attempts: list[Attempt] = field(default_factory=list)
     answer: str = ""
     statement: Statement | None = None  # the verifier's accepted statement
@@ -41,7 +40,7 @@ class Step:
 
     def start(self, question: str) -> None:
         """Begin (again) with the question as it reads now."""
-        self.question, self.query, self.evidence, self.attempts = question, question, None, []
+        self.question, self.evidence, self.attempts = question, None, []
         self.answer, self.statement, self.cited, self.done, self.uncertain = "", None, (), False, False
 
     def accept(self, attempt: Attempt, statement: Statement | None, *, uncertain: bool = False) -> None:
@@ -58,6 +57,10 @@ class Step:
     def reopen(self, *, fresh: bool = True) -> None:
         """Solve the step again (after a global rollback or a challenge)."""
         self.done, self.fresh = False, fresh
+
+    def built_on(self) -> tuple[str, tuple[EvidencePassage, ...]]:
+        """This step's answer and the passages it was read from (what a later step using it builds on)."""
+        return self.answer, self.cited
 
     def discard_answer(self, *, keep_passages: bool = False) -> None:
         """The supervisor gave this step's answer up: never accept it again, nor (unless ``keep_passages``:

@@ -1,0 +1,152 @@
+"""The second road, carried out: the whole question read over the run's evidence, met against the chain.
+
+The chain's answer becomes a :class:`~reagent_local.agents.messages.Road` that the
+supervisor trusts or not; a chain in doubt meets the whole question's answer in one
+channel round (two asserts carrying the roads), the channel escalates a disagreement,
+the supervisor's verdict comes back through the driver (:meth:`SecondRoad.settled`), and a
+chain that loses is rolled back at its weakest step and solved again once.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
+from ..agents.controller import AGENT as CONTROLLER
+from ..agents.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
+from ..agents.messages import CHAIN, WHOLE, EvidenceFound, Road, RoadAnswer
+from ..agents.retriever import AGENT as RETRIEVER
+from ..agents.supervisor import AGENT as SUPERVISOR, ChainFacts, RoadsVerdict
+from ..core import events as ev
+from ..errors import LLMOutputError
+from ..rules import answer_type_problem
+from .backtrack import GlobalBacktracking
+from .state import Loop, RunState
+
+FALLBACK = "whole-question fallback"  # the Assembly rule of an answer the plan could not give
+
+
+class SecondRoad:
+    """The run's second road: read once, met against the chain, settled by the supervisor."""
+
+    def __init__(self, run: RunState, loop: Loop, backtracking: GlobalBacktracking) -> None:
+        self.run = run
+        self.loop = loop
+        self.backtracking = backtracking
+        self.whole: Road | None = None  # the whole question's road, once read
+        self.whole_evidence: Evidence | None = None
+        self.reopened = False  # the last verdict rolled the chain back
+
+    def answer(self, chain: Assembly) -> Assembly:
+        """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
+        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
+        run = self.run
+        chain_road = self._chain_road(chain)
+        if chain_road.trusted and not run.settings.read_trusted_chains:  # one reading of the whole question rarely beats it
+            run.signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
+            return chain
+        whole = self._whole_road()
+        if whole is None or is_unknown(chain.answer):
+            return self.fallback() if is_unknown(chain.answer) else chain
+        if values_agree(chain.answer, whole.answer):
+            run.signal("two-roads", False, f"both roads answer {chain.answer!r}")
+            return chain
+        self._meet(chain_road, whole)
+        if run.verdict is None or run.verdict.winner.name == CHAIN:
+            return chain
+        if self.reopened:  # the chain was rolled back at its weakest step: solve it again and look once more
+            self.loop.solve_pending()
+            chain = self.loop.assemble()
+            if not is_unknown(chain.answer) and values_agree(chain.answer, whole.answer):
+                run.signal("two-roads", False, f"redone, the chain answers {chain.answer!r} too")
+                return chain
+        run.fallback_cited = self._whole_cited(whole)
+        return Assembly(whole.answer, "two-roads")  # the supervisor's verdict stands
+
+    def settled(self, verdict: RoadsVerdict) -> None:
+        """The supervisor weighed the two roads: record its verdict; a chain that lost is rolled back."""
+        run = self.run
+        chain, whole = (verdict.winner, verdict.loser) if verdict.winner.name == CHAIN else (verdict.loser, verdict.winner)
+        run.verdict = verdict
+        run.signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
+                   chain_confidence=chain.confidence, whole_confidence=whole.confidence,
+                   winner=verdict.winner.name, judged=verdict.judged, chain_trusted=chain.trusted,
+                   chain_problem=chain.problem, whole_problem=whole.problem,
+                   chain_grounded=chain.grounded, whole_grounded=whole.grounded)
+        self.reopened = False
+        if verdict.rollback is not None:
+            self.backtracking.carry_out(verdict.rollback)
+            self.reopened = True
+            run.roads_rollbacks += 1
+
+    def fallback(self) -> Assembly:
+        """The plan gave no answer: the whole question's answer from its passages and the steps' (uncertain)."""
+        run = self.run
+        road = self._whole_road()
+        rejection = "no answer in the passages" if road is None else road.problem
+        if road is None or rejection:
+            run.ws.record(CONTROLLER, ev.FallbackAnswer(answer="unknown", rejected=road.answer if road else "",
+                                                        reason=rejection or ""))
+            return Assembly("unknown")
+        run.fallback_cited = self._whole_cited(road)
+        run.ws.record(CONTROLLER, ev.FallbackAnswer(answer=road.answer,
+                                                    passages=tuple(p.id for p in run.fallback_cited)))
+        return Assembly(road.answer, FALLBACK)
+
+    def _meet(self, chain: Road, whole: Road) -> None:
+        """Both roads assert their answer in one round; a disagreement is escalated with the roads' answers and
+        settled by the supervisor while the round is delivered."""
+        run = self.run
+        run.verdict = None
+        run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=chain, steps=tuple(run.held())),
+                 [chain.statement])
+        run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=whole, evidence=self.whole_evidence),
+                 [whole.statement])
+        while run.channel.pending:
+            self.loop.deliver()
+
+    def _whole_road(self) -> Road | None:
+        """The whole question answered from its own search and the steps' passages (one model call, once)."""
+        run, team = self.run, self.run.team
+        if self.whole is not None or self.whole_evidence is not None:
+            return self.whole
+        team.controller.check_budget()
+        # the passages the steps' answers came from, and (after a new plan) the first plan's
+        found = [p for s in run.steps for p in s.cited] + list(run.earlier_cited)
+        self.whole_evidence = team.retriever.gather(run.question, found)
+        run.post(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
+        (sent,) = team.assembler.read(self.loop.deliver().inbox(ASSEMBLER))
+        try:
+            candidate = team.assembler.read_whole(run.question, sent.evidence)
+        except LLMOutputError as exc:
+            run.ws.record(ASSEMBLER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
+            return None
+        if is_unknown(candidate.answer):
+            return None
+        confidence = candidate.probability if candidate.probability is not None else 0.5
+        statement = final_statement(run.question, candidate.answer, confidence=confidence, cited=candidate.cited)
+        problem = answer_type_problem(run.question, candidate.answer, team.rules, final=True)
+        self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem,
+                          supported(candidate.answer, candidate.cited or sent.passages))
+        return self.whole
+
+    def _chain_road(self, chain: Assembly) -> Road:
+        """The chain's answer as a road, as sure as its least sure step; the supervisor says whether it is trusted."""
+        run = self.run
+        answered = [s for s in run.steps if s.done and s.statement is not None]
+        confidence = min((s.statement.confidence for s in answered if s.statement is not None), default=0.0)
+        cited = tuple(p for s in run.steps for p in s.cited)
+        problem = answer_type_problem(run.question, chain.answer, run.team.rules, final=True) \
+            if not is_unknown(chain.answer) else "no answer"
+        every_fact = bool(answered) and len(answered) == len(run.steps)
+        how = ChainFacts(rule=chain.rule, answered=len(answered), steps=len(run.steps),
+                         checked=every_fact and not any(s.uncertain for s in run.steps), replanned=run.replanned)
+        statement = final_statement(run.question, chain.answer, confidence=confidence, cited=cited)
+        road = Road(CHAIN, chain.answer, statement, confidence, problem, supported(chain.answer, cited))
+        return run.team.supervisor.trust_chain(run.question, road, how)
+
+    def _whole_cited(self, road: Road) -> tuple[EvidencePassage, ...]:
+        """The passages the whole question's answer came from (the first passage read, if it cited none)."""
+        passages: Sequence[EvidencePassage] = self.whole_evidence.passages if self.whole_evidence else ()
+        cited = [p for p in passages if p.id in dict(road.statement.provenance) and not p.suspicious]
+        return tuple(cited) or tuple(passages[:1])
