@@ -31,24 +31,26 @@ def _changes(a: Side, b: Side) -> list[str] | None:
     return config_differences(next(iter(a.configs.values())), next(iter(b.configs.values())))
 
 
-def _score(value: float | None) -> str:
+def score_text(value: float | None) -> str:
+    """'.683', '-.250', '1.000'; '-' for none."""
     if value is None:
         return "-"
     text = f"{value:.3f}"
     return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
 
 
-def _diff(value: float | None, interval: list[float] | None) -> str:
+def diff_text(value: float | None, interval: list[float] | None) -> str:
+    """'+.250 [-.133, +.667]': a signed difference with its interval."""
     if value is None:
         return "-"
-    signed = lambda v: ("+" if v >= 0 else "-") + _score(abs(v))  # noqa: E731
+    signed = lambda v: ("+" if v >= 0 else "-") + score_text(abs(v))  # noqa: E731
     return f"{signed(value)} [{signed(interval[0])}, {signed(interval[1])}]" if interval else signed(value)
 
 
 def _row(name: str, s: dict[str, Any]) -> str:
-    return (f"| {name} | {s['questions']} | {_score(s['f1_a'])} | {_score(s['f1_b'])} "
-            f"| {_diff(s['f1_diff'], s['f1_interval'])} | {_score(s['em_a'])} | {_score(s['em_b'])} "
-            f"| {_diff(s['em_diff'], s['em_interval'])} | {len(s['won'])} / {len(s['lost'])} / {s['tied']} "
+    return (f"| {name} | {s['questions']} | {score_text(s['f1_a'])} | {score_text(s['f1_b'])} "
+            f"| {diff_text(s['f1_diff'], s['f1_interval'])} | {score_text(s['em_a'])} | {score_text(s['em_b'])} "
+            f"| {diff_text(s['em_diff'], s['em_interval'])} | {len(s['won'])} / {len(s['lost'])} / {s['tied']} "
             f"| {s['p_value']:.3f} | {len(s['fixed'])} / {len(s['broken'])} |")
 
 

@@ -150,3 +150,47 @@ def tables_cmd(folders: tuple[Path, ...], allow_mixed: bool) -> None:
     from ..bench.tables import tables
 
     click.echo(tables(list(folders), allow_mixed=allow_mixed), nl=False)
+
+
+@bench.command(name="ablate")
+@click.argument("baselines", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--what", "whats", multiple=True, required=True, metavar="SPEC",
+              help="What to switch off (repeatable): rule:NAME, setting:SECTION.FIELD=VALUE "
+                   "(e.g. setting:pipeline.two_roads=false) or method:NAME (e.g. method:reagent-local).")
+@click.option("--method", default="reagent-both", show_default=True, help="The baseline folders' method to ablate.")
+@click.option("--check", type=int, default=0, show_default=True, metavar="N",
+              help="Also answer N carried-over questions per baseline again (seeded) and report any difference.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for the reruns and ablation.md (default: 'ablations' beside the first baseline).")
+@click.option("--resume", is_flag=True, help="Continue the reruns already in --out.")
+@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per ablation, one a line.")
+@ALLOW_MIXED
+def ablate_cmd(baselines: tuple[Path, ...], whats: tuple[str, ...], method: str, check: int, out: Path | None,
+               resume: bool, resamples: int, as_json: bool, allow_mixed: bool) -> None:
+    """What each rule, setting or backtracking kind adds, paired over every question of the baseline runs.
+
+    BASELINES are `bench run` folders (one per dataset; repeated or joined by commas), at this
+    commit. Only the questions where the ablated part acted in the baseline are answered again,
+    into OUT/<spec>/<folder name>/; the others are carried over from the baseline (a deterministic
+    run gives them the identical record; --check N shows it). Differences are baseline - ablated,
+    per folder and pooled; the summary table is also written to OUT/ablation.md.
+    """
+    import json
+
+    from rich.console import Console
+
+    from ..bench.ablate import run_ablations
+    from ..bench.ablate_view import markdown, markdown_summary
+    from ..bench.sides import split_folders
+
+    def show(result: dict) -> None:
+        click.echo(json.dumps(result, ensure_ascii=False) if as_json else markdown(result))
+
+    folders = [part for value in baselines for part in split_folders(value)]
+    results = run_ablations(folders, list(whats), method=method, check=check, out=out, resume=resume,
+                            allow_mixed=allow_mixed, resamples=resamples, console=Console(stderr=True), say=info,
+                            on_result=show)
+    if not as_json:
+        click.echo(markdown_summary(results), nl=False)
+    info(f"ablation folder: {Path(results[0]['folder']).parent}")

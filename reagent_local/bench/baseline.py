@@ -1,0 +1,151 @@
+"""A baseline for ``bench ablate``: one method's complete records in a run folder, at one commit and configuration.
+
+The configuration the baseline ran with is rebuilt from its ``config.json`` (this machine's
+paths and threads, which are not part of a configuration), so an ablation changes exactly
+one thing against it; the rebuilt configuration must hash to the baseline's ``config_id``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..config import Config, load_config
+from ..errors import BenchRunError, ConfigError
+from ..paths import file_sha256
+from .provenance import check_single, comparable_config, config_id, describe, origins
+from .records import RECORDS_FILE, check_unique, read_records
+from .rundir import config_dict, folder_config_id, read_run_config
+
+Record = dict[str, Any]
+
+
+@dataclass
+class Baseline:
+    """One baseline run folder: the chosen method's records in question order, and what they ran with."""
+
+    folder: Path
+    run: dict[str, Any]  # config.json
+    method: str
+    records: list[Record]
+    commit: str
+    config_id: str
+    resolved: dict[str, Any]  # the resolved configuration its records ran with
+
+    @property
+    def label(self) -> str:
+        """The folder's name: where this baseline's reruns go under each ablation's folder."""
+        return self.folder.name
+
+    @property
+    def dataset(self) -> str:
+        """The dataset the baseline's questions come from."""
+        return str(self.run["dataset"])
+
+    @property
+    def prebuilt_index(self) -> str | None:
+        """The prebuilt index the baseline answered over (None: the file's own open-corpus index)."""
+        prebuilt = self.run.get("prebuilt_index")
+        return prebuilt.get("name") if isinstance(prebuilt, dict) else None
+
+    def data_file(self) -> Path:
+        """The baseline's dataset file, checked to hold what it held then."""
+        path = Path(self.run["file"])
+        if not path.is_file():
+            raise BenchRunError(f"the dataset file of {self.folder} is gone: {path}",
+                                hint="put the file back where the baseline read it")
+        if self.run.get("file_sha256") and file_sha256(path) != self.run["file_sha256"]:
+            raise BenchRunError(f"{path} changed since {self.folder} was run (its sha256 differs)",
+                                hint="restore the file the baseline read, or run a new baseline")
+        return path
+
+
+def load_baseline(folder: Path, method: str, *, allow_mixed: bool = False) -> Baseline:
+    """The records of ``method`` in ``folder``: every drawn question answered, one configuration, one commit
+    (several only with ``allow_mixed``)."""
+    folder = Path(folder)
+    run = read_run_config(folder)
+    records = read_records(folder / RECORDS_FILE)
+    check_unique(records, folder / RECORDS_FILE)
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    if method not in methods:
+        raise BenchRunError(f"no records of {method!r} in {folder}",
+                            hint=f"pass --method with one of: {', '.join(methods) or 'none (run the baseline first)'}")
+    mine = {str(r["id"]): r for r in records if r["method"] == method}
+    ids = [str(i) for i in run.get("question_ids") or mine]
+    missing = [i for i in ids if i not in mine]
+    if missing:
+        raise BenchRunError(f"{folder} is not finished: {len(missing)} of {len(ids)} questions have no {method} "
+                            f"record ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})",
+                            hint="finish it with the same `reagent bench run ... --resume` first")
+    chosen = [mine[i] for i in ids]
+    origin = origins(chosen, folder_config_id(run))
+    if len(origin["configs"]) > 1:
+        raise BenchRunError(f"{method} in {folder} mixes records of {describe(origin)}",
+                            hint="an ablation changes one thing against one configuration: rerun the baseline "
+                                 "in one configuration")
+    check_single(origin, f"{method} in {folder}", allow_mixed=allow_mixed)
+    (cid,) = origin["configs"]
+    resolved = _resolved(run, cid, folder)
+    return Baseline(folder, run, method, chosen, next(iter(origin["commits"])), cid, resolved)
+
+
+def _resolved(run: Mapping[str, Any], cid: str, folder: Path) -> dict[str, Any]:
+    configs = dict(run.get("configs") or {})
+    if run.get("config"):
+        configs.setdefault(config_id(run["config"]), run["config"])
+    if cid not in configs:
+        raise BenchRunError(f"{folder}/config.json does not hold configuration {cid} of its records",
+                            hint="the folder was edited: restore its config.json")
+    return dict(configs[cid])
+
+
+def load_baselines(folders: Sequence[Path], method: str, *, allow_mixed: bool = False) -> list[Baseline]:
+    """Several baselines (one per dataset, say) that make one table: one configuration, one commit."""
+    baselines = [load_baseline(f, method, allow_mixed=allow_mixed) for f in folders]
+    labels = [b.label for b in baselines]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise BenchRunError(f"two baselines are named {', '.join(twice)}: their reruns would share a folder",
+                            hint="pass each baseline once, from folders with distinct names")
+    configs = {b.config_id for b in baselines}
+    if len(configs) > 1:
+        raise BenchRunError(f"the baselines ran in {len(configs)} configurations ({', '.join(sorted(configs))})",
+                            hint="one table is one configuration: run every baseline with the same settings")
+    commits = {b.commit for b in baselines}
+    if len(commits) > 1 and not allow_mixed:
+        raise BenchRunError(f"the baselines come from {len(commits)} commits ({', '.join(sorted(commits))})",
+                            hint="one table is one commit: run every baseline at one commit, or pass --allow-mixed "
+                                 "(the comparison is then labelled)")
+    return baselines
+
+
+def _sections(resolved: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s: dict(v) for s, v in comparable_config(resolved).items() if isinstance(v, Mapping)}
+
+
+def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> Config:
+    """The configuration a baseline ran with, with ``overrides`` ({"pipeline.two_roads": "false"}) applied.
+
+    Paths and threads are this machine's (``provenance.IGNORED``); a setting the code no longer
+    has, or an override it cannot take, is a BenchRunError naming it.
+    """
+    flat = {f"{section}.{name}": value for section, values in _sections(resolved).items()
+            for name, value in values.items()}
+    flat.update(overrides or {})
+    try:
+        config = load_config({k: v for k, v in flat.items() if v is not None})
+    except ConfigError as exc:
+        raise BenchRunError(f"the baseline's configuration does not load here: {exc.message}",
+                            hint=exc.hint or "run the baseline at this commit") from None
+    for dotted in (k for k, v in flat.items() if v is None):  # load_config skips None values
+        section, _, name = dotted.partition(".")
+        config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **{name: None})})
+    return config
+
+
+def rebuilt_id(config: Config) -> str:
+    """The configuration id of a rebuilt configuration (to check it against the baseline's)."""
+    return config_id(config_dict(config))
