@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local.bench.ablate import CHECK_SEED, ablated_side, differences, run_ablations, verdict
+from reagent_local.bench.ablate import ablated_side, differences, run_ablations, verdict
+from reagent_local.bench.ablate_plan import CHECK_SEED
 from reagent_local.bench.ablate_spec import parse_spec, resolve_spec
 from reagent_local.bench.acted import Trace, acted, marks, switched_off
 from reagent_local.bench.records import RECORDS_FILE, read_records
@@ -307,3 +308,19 @@ def test_cli_prints_each_ablation_and_the_summary(scenario: dict, tmp_path: Path
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "ablate", str(scenario["base"]), "--what", "rule:nope", "--out", str(out)])
     assert exit_info.value.code == 1 and "no rule named 'nope'" in capsys.readouterr().err
+
+
+def test_rule_each_plans_one_ablation_per_rule_the_baseline_used(scenario: dict, tmp_path: Path) -> None:
+    from reagent_local.bench.ablate_plan import plan_ablations
+    from reagent_local.rules import RULES
+
+    plan = plan_ablations([scenario["base"]], ["rule:each", "setting:pipeline.two_roads=false"],
+                          method="reagent-both", check=0, out=tmp_path, allow_mixed=False)
+    specs = [step.ablation.spec.text for step in plan.steps]
+    assert specs == [f"rule:{name}" for name in RULES] + ["setting:pipeline.two_roads=false"]
+    affected = {step.ablation.spec.name: step.parts[0].affected for step in plan.steps}
+    assert affected["keep-named-parts"] == FOUNDER_IDS and affected["same-x"] == []
+    assert affected["chain-last-step"] == [q for q in ALL_IDS if q != "w0"]
+    with pytest.raises(BenchRunError, match="an ablation is asked twice \\(rule-same-x\\)"):
+        plan_ablations([scenario["base"]], ["rule:each", "rule:same-x"], method="reagent-both", check=0, out=tmp_path,
+                       allow_mixed=False)

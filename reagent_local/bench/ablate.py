@@ -14,18 +14,16 @@ baseline (a seeded choice) into ``OUT/<spec>/<name>-check<N>/`` and reports any 
 from __future__ import annotations
 
 import json
-import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..config import Config
 from ..errors import BenchRunError
 from ..version import code_version
+from .ablate_plan import Part, Plan, Step, plan_ablations
+from .ablate_spec import Ablation
 from .ablate_view import markdown_summary
-from .ablate_spec import Ablation, parse_spec, resolve_spec
-from .acted import acted, traces
-from .baseline import Baseline, load_baselines, rebuild_config, rebuilt_id
+from .baseline import Baseline
 from .methods import Retriever
 from .paired import compare_records
 from .provenance import config_differences
@@ -34,22 +32,9 @@ from .rundir import CONFIG_FILE, config_dict, write_json
 from .stats import RESAMPLES, median
 
 Record = dict[str, Any]
-CHECK_SEED = 0  # which carried-over questions --check reruns: random.Random(0).sample(carried, N)
 # what a carried-over question must have identical when it is answered again with the ablation
 CHECKED_FIELDS = ("prediction", "llm_calls", "prompt_tokens", "completion_tokens", "signals", "rules_fired", "error")
 REPORT, RESULTS, PAIRED = "ablation.md", "ablation.json", "paired.jsonl"
-
-
-@dataclass
-class Part:
-    """One ablation on one baseline: the questions it reruns, carries over and checks, and where."""
-
-    baseline: Baseline
-    affected: list[str]
-    carried: list[str]
-    checked: list[str]
-    folder: Path
-    check_folder: Path
 
 
 def verdict(stats: Record) -> str:
@@ -84,74 +69,8 @@ def cost(records: Sequence[Record]) -> Record:
             "seconds": round(sum(seconds), 3)}
 
 
-def _commit_hash(code: str) -> str:
-    return code.partition("+g")[2].removesuffix("-dirty") or code
-
-
-def _check_commit(baselines: Sequence[Baseline], allow_mixed: bool) -> list[str]:
-    """Refuse a baseline of another commit than this code's, unless mixing is allowed (then a label)."""
-    now = code_version()
-    others = sorted({b.commit for b in baselines if b.commit != now})
-    if not others:
-        return []
-    if not allow_mixed:
-        raise BenchRunError(f"the baseline is commit {', '.join(others)} but this code is {now}: the comparison "
-                            f"would mix commits", hint=f"run it at the baseline's commit (`git checkout "
-                            f"{_commit_hash(others[0])}`), or pass --allow-mixed (the comparison is then labelled)")
-    return [f"mixed commits: baseline {', '.join(sorted({b.commit for b in baselines}))}, ablated runs {now}"]
-
-
-def _configs(baseline: Baseline, ablation_overrides: dict[str, str], text: str) -> Config:
-    try:
-        return rebuild_config(baseline.resolved, ablation_overrides)
-    except BenchRunError as exc:
-        raise BenchRunError(f"--what {text!r}: {exc.message}", hint=exc.hint) from None
-
-
-def plan(folders: Sequence[Path], whats: Sequence[str], *, method: str, check: int, out: Path | None,
-         allow_mixed: bool) -> tuple[list[Baseline], Config, list[tuple[Ablation, Config, list[Part]]], list[str], Path]:
-    """Everything decided before any question is answered: baselines, configurations, the questions per part."""
-    specs = [parse_spec(w) for w in whats]
-    if not specs:
-        raise BenchRunError("nothing to ablate", hint="pass --what rule:NAME, setting:SECTION.FIELD=VALUE or method:NAME")
-    slugs = [s.slug for s in specs]
-    if len(set(slugs)) < len(slugs):
-        raise BenchRunError(f"an ablation is asked twice ({', '.join(sorted({s for s in slugs if slugs.count(s) > 1}))})",
-                            hint="pass each --what once")
-    baselines = load_baselines(folders, method, allow_mixed=allow_mixed)
-    labels = _check_commit(baselines, allow_mixed)
-    config = rebuild_config(baselines[0].resolved)
-    if rebuilt_id(config) != baselines[0].config_id:
-        changes = config_differences(baselines[0].resolved, config_dict(config))
-        if not labels:
-            raise BenchRunError(f"the baseline's configuration comes out different here ({'; '.join(changes)})",
-                                hint="unset the REAGENT_* variables or reagent.toml settings that differ")
-        labels.append(f"the baseline's configuration rebuilt at this commit differs: {'; '.join(changes)}")
-    out = Path(out) if out is not None else baselines[0].folder.parent / "ablations"
-    needs_log = []
-    resolved = []
-    for spec in specs:
-        ablated = _configs(baselines[0], {spec.name: spec.value or ""}, spec.text) if spec.kind == "setting" else config
-        ablation = resolve_spec(spec, method, config, ablated)
-        resolved.append((ablation, ablated))
-        needs_log.append(ablation.marks is not None and ablation.marks.needs_log)
-    found = {b.label: traces(b.folder, b.records, read_log=any(needs_log)) for b in baselines}
-    planned = []
-    for ablation, ablated in resolved:
-        parts = []
-        for b in baselines:
-            ids = [str(r["id"]) for r in b.records]
-            hit = [i for i in ids if ablation.marks is None or acted(ablation.marks, found[b.label][i])]
-            carried = [i for i in ids if i not in set(hit)]
-            chosen = set(random.Random(CHECK_SEED).sample(carried, min(check, len(carried))))
-            parts.append(Part(b, hit, carried, [i for i in carried if i in chosen], out / ablation.spec.slug / b.label,
-                              out / ablation.spec.slug / f"{b.label}-check{check}"))
-        planned.append((ablation, ablated, parts))
-    return baselines, config, planned, labels, out
-
-
-def _refuse_existing(planned: Sequence[tuple[Ablation, Config, list[Part]]]) -> None:
-    taken = [str(f) for _, _, parts in planned for p in parts
+def _refuse_existing(steps: Sequence[Step]) -> None:
+    taken = [str(f) for step in steps for p in step.parts
              for f, ids in ((p.folder, p.affected), (p.check_folder, p.checked)) if ids and (f / CONFIG_FILE).exists()]
     if taken:
         raise BenchRunError(f"{len(taken)} ablation folder(s) already hold runs: {', '.join(taken[:3])}"
@@ -194,44 +113,53 @@ def _summary(base: Sequence[Record], ablated: Sequence[Record], resamples: int) 
             "verdict": verdict(compared["all"])}
 
 
-def _result(ablation: Ablation, config: Config, ablated: Config, parts: Sequence[Part], answered: dict[str, Any],
-            labels: list[str], out: Path, resamples: int) -> Record:
+def _row(part: Part, rerun: Sequence[Record], again: Sequence[Record], resamples: int) -> tuple[Record, list[Record]]:
+    """One baseline's comparison row, and its ablated side (answered again, or carried over)."""
+    base = part.baseline.records
+    side = ablated_side(base, rerun)
+    diffs = differences(base, again)
+    check = {"ids": part.checked, "folder": str(part.check_folder) if part.checked else None,
+             "identical": len(again) - len(diffs), "differ": diffs}
+    row = {"label": part.baseline.label, "baseline": str(part.baseline.folder), "dataset": part.baseline.dataset,
+           "rerun_folder": str(part.folder) if part.affected else None, "affected": part.affected,
+           "reran": len(part.affected) + len(part.checked), "carried_over": len(part.carried), "check": check,
+           **_summary(base, side, resamples)}
+    return row, side
+
+
+def _write_paired(path: Path, parts: Sequence[Part], sides: Sequence[list[Record]]) -> None:
+    """Every question's baseline and ablated answer, one JSON line each, saying which were carried over."""
+    lines = []
+    for part, side in zip(parts, sides):
+        for a, b in zip(part.baseline.records, side):
+            row = {"dataset": a.get("dataset"), "id": a["id"], "carried_over": bool(b.get("carried_over")),
+                   "checked": str(a["id"]) in part.checked, "baseline": _brief(a), "ablated": _brief(b)}
+            lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def _result(step: Step, plan: Plan, answered: dict[str, Any], resamples: int) -> Record:
     """One ablation's comparison: per baseline and pooled, with the carry-over check."""
-    rows, base_all, ablated_all, paired = [], [], [], []
-    for part in parts:
-        rerun, again = answered[part.baseline.label]
-        base = part.baseline.records
-        side = ablated_side(base, rerun)
-        diffs = differences(base, again)
-        checked = {"ids": part.checked, "folder": str(part.check_folder) if part.checked else None,
-                   "identical": len(again) - len(diffs), "differ": diffs}
-        rows.append({"label": part.baseline.label, "baseline": str(part.baseline.folder), "dataset": part.baseline.dataset,
-                     "rerun_folder": str(part.folder) if part.affected else None, "affected": part.affected,
-                     "reran": len(part.affected) + len(part.checked), "carried_over": len(part.carried),
-                     "check": checked, **_summary(base, side, resamples)})
-        base_all += base
-        ablated_all += side
-        paired += [{"dataset": a.get("dataset"), "id": a["id"], "carried_over": bool(b.get("carried_over")),
-                    "checked": str(a["id"]) in set(part.checked), "baseline": _brief(a), "ablated": _brief(b)}
-                   for a, b in zip(base, side)]
-    checks = [d for row in rows for d in [row["check"]] if d["ids"]]
-    exact = None if not checks else all(not d["differ"] for d in checks)
-    spec_labels = list(labels) + (["NOT EXACT: carried-over questions answered again differ from the baseline"]
+    ablation, parts = step.ablation, step.parts
+    rows, sides = zip(*(_row(p, *answered[p.baseline.label], resamples) for p in parts))
+    checks = [row["check"] for row in rows if row["check"]["ids"]]
+    exact = None if not checks else all(not c["differ"] for c in checks)
+    labels = list(plan.labels) + (["NOT EXACT: carried-over questions answered again differ from the baseline"]
                                   if exact is False else [])
-    folder = out / ablation.spec.slug
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / PAIRED).write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in paired), encoding="utf-8")
+    folder = plan.out / ablation.spec.slug
+    _write_paired(folder / PAIRED, parts, sides)
+    pooled = _summary([r for p in parts for r in p.baseline.records], [r for side in sides for r in side], resamples)
     return {"spec": ablation.spec.text, "slug": ablation.spec.slug, "kind": ablation.spec.kind,
             "baseline_method": parts[0].baseline.method, "ablated_method": ablation.method,
-            "overrides": ablation.overrides, "config_changes": config_differences(config_dict(config), config_dict(ablated)),
+            "overrides": ablation.overrides,
+            "config_changes": config_differences(config_dict(plan.config), config_dict(step.config)),
             "acted_where": ablation.why, "reran_all": ablation.marks is None, "folder": str(folder),
             "commit": {"baseline": sorted({p.baseline.commit for p in parts}), "ablated": code_version()},
-            "configuration": parts[0].baseline.config_id, "labels": spec_labels, "exact": exact,
-            "checked_fields": list(CHECKED_FIELDS),
-            "datasets": rows, "pooled": {"affected": sum(len(r["affected"]) for r in rows),
-                                         "reran": sum(r["reran"] for r in rows),
-                                         "carried_over": sum(r["carried_over"] for r in rows),
-                                         **_summary(base_all, ablated_all, resamples)}}
+            "configuration": parts[0].baseline.config_id, "labels": labels, "exact": exact,
+            "checked_fields": list(CHECKED_FIELDS), "datasets": list(rows),
+            "pooled": {"affected": sum(len(r["affected"]) for r in rows), "reran": sum(r["reran"] for r in rows),
+                       "carried_over": sum(r["carried_over"] for r in rows), **pooled}}
 
 
 def _brief(record: Record) -> Record:
@@ -251,29 +179,29 @@ def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str 
     """
     if check < 0:
         raise BenchRunError(f"--check must be 0 or more, got {check}", hint="pass the number of questions to check")
-    baselines, config, planned, labels, out = plan(folders, whats, method=method, check=check, out=out,
-                                                   allow_mixed=allow_mixed)
+    plan = plan_ablations(folders, whats, method=method, check=check, out=out, allow_mixed=allow_mixed)
     if not resume:
-        _refuse_existing(planned)
+        _refuse_existing(plan.steps)
     if llm is None:
-        for ablated in {a.llm: a for _, a, parts in planned if any(p.affected or p.checked for p in parts)}.values():
-            _check_model(ablated, baselines[0])
+        needed = [s.config for s in plan.steps if any(p.affected or p.checked for p in s.parts)]
+        for ablated in {c.llm: c for c in needed}.values():
+            _check_model(ablated, plan.baselines[0])
     results = []
-    for ablation, ablated, parts in planned:
+    for step in plan.steps:
         answered = {}
-        for part in parts:
+        for part in step.parts:
             if say is not None:
-                say(f"{ablation.spec.text} on {part.baseline.label}: {len(part.affected)} of "
+                say(f"{step.ablation.spec.text} on {part.baseline.label}: {len(part.affected)} of "
                     f"{len(part.baseline.records)} questions to answer again, {len(part.checked)} to check")
             options = dict(resume=resume, allow_mixed=allow_mixed, console=console, llm=llm, retriever=retriever)
             answered[part.baseline.label] = (
-                _answer(part.baseline, part.affected, part.folder, ablation, ablated, **options),
-                _answer(part.baseline, part.checked, part.check_folder, ablation, ablated, **options))
-        result = _result(ablation, config, ablated, parts, answered, labels, out, resamples)
+                _answer(part.baseline, part.affected, part.folder, step.ablation, step.config, **options),
+                _answer(part.baseline, part.checked, part.check_folder, step.ablation, step.config, **options))
+        result = _result(step, plan, answered, resamples)
         results.append(result)
         if on_result is not None:
             on_result(result)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / REPORT).write_text(markdown_summary(results), encoding="utf-8")
-    write_json(out / RESULTS, results)
+    plan.out.mkdir(parents=True, exist_ok=True)
+    (plan.out / REPORT).write_text(markdown_summary(results), encoding="utf-8")
+    write_json(plan.out / RESULTS, results)
     return results

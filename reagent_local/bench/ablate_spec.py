@@ -1,6 +1,7 @@
 """What ``bench ablate --what SPEC`` switches off, and which baseline questions that can change.
 
 - ``rule:NAME``: the baseline method without a question-shape rule (``reagent-both-no-NAME``);
+  ``rule:each``: one such ablation per rule the baseline used;
 - ``setting:SECTION.FIELD=VALUE``: the baseline's configuration with one setting changed;
 - ``method:NAME``: another method (``reagent-local`` = global backtracking off, ``reagent-global``
   = local off), with the baseline method's rules.
@@ -18,9 +19,10 @@ from typing import Any
 from ..config import BACKTRACKING, Config
 from ..errors import BenchRunError
 from .acted import SETTINGS, Marks, backtracking_marks, marks, switched_off
-from .registry import ABLATION, METHODS, ablation, check_methods
+from .registry import ABLATION, ablation, check_methods
 
 KINDS = ("rule", "setting", "method")
+EACH = "each"  # rule:each: one ablation per rule the baseline used
 # settings an ablation may not change: where files live, the machine's threads, the model (another model is
 # another baseline), and what the other spec kinds say more exactly (a method name sets pipeline.backtracking)
 REFUSED = {"llm.model": "another model is another baseline: run one with --model",
@@ -111,7 +113,7 @@ def _rule(spec: Spec, base_method: str, config: Config) -> Ablation:
 
 def _method(spec: Spec, base_method: str) -> Ablation:
     base, off = _rules_off(base_method)
-    name = spec.name + "".join(f"{ABLATION}{r}" for r in off if spec.name.startswith("reagent-"))
+    name = spec.name + ("".join(f"{ABLATION}{r}" for r in off) if spec.name.startswith("reagent-") else "")
     check_methods([name])
     if name == base_method:
         raise BenchRunError(f"--what {spec.text!r} is the baseline's own method", hint="name another method")
@@ -150,6 +152,9 @@ def _setting(spec: Spec, base_method: str, config: Config, ablated: Config) -> A
     return Ablation(spec, base_method, overrides, marks=entry.marks, why=entry.why)
 
 
-def known_method(name: str) -> bool:
-    """Whether ``name`` is a registered method or a rule ablation of one."""
-    return name in METHODS or ablation(name) is not None
+def rules_used(base_method: str, config: Config) -> list[Spec]:
+    """``rule:NAME`` for every rule on in ``config`` and not switched off by ``base_method`` (``rule:each``)."""
+    from ..rules import resolve
+
+    off = _rules_off(base_method)[1]
+    return [Spec(f"rule:{name}", "rule", name) for name in resolve(config.pipeline.rules) if name not in off]
