@@ -9,6 +9,7 @@ Command line::
     reagent bench compare RUN_A RUN_B | RUN... --methods A,B [--json]
     reagent bench profile RUN [--method M] [--json]
     reagent bench tables RUN... [--allow-mixed]
+    reagent bench ablate RUN... --what SPEC [--what SPEC ...] [--method M] [--check N] [--out DIR] [--resume] [--json]
 
 Library: ``run_benchmark(dataset, file, config=..., n=50, seed=13, methods=[...], out=DIR,
 ids=None, exclude_ids=None, index=None)``.
@@ -30,7 +31,8 @@ also carries the answer its question gets without backtracking),
 folder whose dataset file, ids filters, drawn questions, seed, n, model, prebuilt index or
 retrieval settings differ, or (unless mixing is allowed) whose records come from another
 commit or configuration; methods may be added. A table is one commit and one configuration
-(``provenance.py``); medians and p90 are ``stats.py``'s; ``paired.py`` compares two sides.
+(``provenance.py``); medians and p90 are ``stats.py``'s; ``paired.py`` compares two sides;
+``ablate.py`` answers again only where an ablated part acted (``acted.py``) and pairs over all questions.
 
 Adding a method: a class with ``name`` and ``answer(question: str) -> MethodResult``
 built from a ``MethodContext`` (shared ``llm``, ``retriever``, ``config``, ``event_log()``),
