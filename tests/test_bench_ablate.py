@@ -263,6 +263,8 @@ def test_what_shows_a_part_acted() -> None:
     assert acted(marks(checked=["two-roads"]), quiet) and not acted(marks(whole_read=True, escalated=True), quiet)
     # a mark only the event log shows, for a question the log does not hold: answered again
     assert acted(marks(whole_read=True), Trace(frozenset(), frozenset(), frozenset()))
+    # a run that stopped on an error shows nothing of what acted before it: answered again
+    assert acted(marks(signals=["low-confidence"]), Trace(frozenset(), frozenset(), frozenset(), error=True))
     assert switched_off("reagent-both", "reagent-local") == (["global"], [])
     assert switched_off("reagent-local", "reagent-both") == ([], ["global"])
     assert switched_off("reagent-both", "reagent-none") == (["local", "global"], [])

@@ -121,10 +121,14 @@ class Trace:
     checked: frozenset[str] | None = None
     whole_read: bool | None = None
     escalated: bool | None = None
+    error: bool = False  # the run stopped on an error: its record does not show what acted before it
 
 
 def acted(mark: Marks, trace: Trace) -> bool:
-    """Whether the question shows a mark; a mark that needs a log the question is not in counts as shown."""
+    """Whether the question shows a mark; a question whose run failed, or whose mark needs a log it is not in,
+    counts as shown."""
+    if trace.error:
+        return True
     if mark.signals & trace.signals or mark.rules & trace.rules or mark.backtracks & trace.backtracks:
         return True
     if not mark.needs_log:
@@ -141,7 +145,7 @@ def record_trace(record: Record, logged: Mapping[str, Any] | None = None) -> Tra
     logged = logged or {}
     return Trace(frozenset(record.get("signals") or ()), frozenset(record.get("rules_fired") or ()),
                  frozenset(k for k, v in counts.items() if int(v or 0) > 0), logged.get("checked"),
-                 logged.get("whole_read"), logged.get("escalated"))
+                 logged.get("whole_read"), logged.get("escalated"), bool(record.get("error")))
 
 
 def log_marks(bodies: Iterable[Any]) -> dict[str, Any]:
