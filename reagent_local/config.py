@@ -76,6 +76,9 @@ class LLMConfig:
     # auto: off on CPUs that report Intel AMX, where llama.cpp 0.3.36's AMX kernels segfault on
     # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (llama.cpp's default). See reagent_local/runtime/cpu.py.
     extra_buffers: str = "auto"
+    # send questions to a `reagent serve` running on the same home when it answers as this process would
+    # (same model, index and settings; reagent_local/share/); false: always load the model here (`--local`)
+    use_server: bool = True
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,11 @@ def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str
             changes[name] = _coerce(section, name, known[name], value)
         config = replace(config, **{section: replace(current, **changes)})
     return config
+
+
+def apply_updates(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:
+    """``config`` with ``updates[section][field]`` applied and validated as a config file's are (ConfigError)."""
+    return _apply(config, updates, origin)
 
 
 def find_config_file(env: Mapping[str, str]) -> Path | None:

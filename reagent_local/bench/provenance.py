@@ -2,8 +2,8 @@
 
 A record carries ``code`` (the package version and git commit, ``-dirty`` with uncommitted
 changes) and ``config_id``: a short hash of the run's resolved configuration without the
-settings that only say where files live or how many cores a machine has (``paths.*``,
-``llm.n_threads``). Records written before ``config_id`` existed take their folder's
+settings that only say where files live, how many cores a machine has or where the model runs
+(``paths.*``, ``llm.n_threads``, ``llm.use_server``). Records written before ``config_id`` existed take their folder's
 configuration (``config.json``). A table (``bench report``, ``bench tables``, one side of
 ``bench compare``) refuses records from several commits or configurations unless mixing is
 allowed, and then names the mix.
@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import BenchRunError
 
-IGNORED = ("paths", "llm.n_threads")  # where files live and how many cores: never what an answer is
+# where files live, how many cores, where the model runs: never what an answer is
+IGNORED = ("paths", "llm.n_threads", "llm.use_server")
 UNKNOWN = "unknown"
 
 

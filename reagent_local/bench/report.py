@@ -53,6 +53,8 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "llm_calls_median": median([r["llm_calls"] for r in records]),
         "llm_calls_p90": p90([r["llm_calls"] for r in records]),
         "seconds_total": sum(r["seconds"] for r in records),
+        # questions whose seconds were measured while other processes used the machine (runtime/contention.py)
+        "seconds_shared": sum(1 for r in records if (r.get("machine") or {}).get("shared")),
         "errors": sum(1 for r in records if r.get("error")),
         "uncertain": sum(1 for r in records if r.get("uncertain")),
         "backtracks_local": sum((r.get("backtracks") or {}).get("local", 0) for r in records),
@@ -156,6 +158,20 @@ def _selection_line(summary: dict[str, Any]) -> list[str]:
     return []
 
 
+SHARED_MARK = " †"
+
+
+def shared_lines(summary: dict[str, Any]) -> list[str]:
+    """The note under the table when some seconds were measured on a shared machine."""
+    shared = {name: s for name, s in summary["methods"].items() if s.get("seconds_shared")}
+    if not shared:
+        return []
+    counts = ", ".join(f"{name} {s['seconds_shared']} of {s['n']}" for name, s in shared.items())
+    return ["", f"{SHARED_MARK.strip()} Seconds measured under contention ({counts} questions): other processes took at "
+            "least a quarter of the cores, another model process was busy, or the server's model was answering "
+            "others; do not compare them with seconds of a quiet run."]
+
+
 def method_lines(summary: dict[str, Any]) -> list[str]:
     """The title, the per-method table and how the run was made."""
     lines = [
@@ -168,11 +184,12 @@ def method_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {name} | {s['n']} | {_fmt(s['em'])} | {_fmt(s['f1'])} | {_fmt(s['support_precision'])} "
             f"| {_fmt(s['support_recall'])} | {_fmt(s['llm_calls_per_question'], 1)} ({_spread(s, 'llm_calls', 1)}) "
-            f"| {_fmt(s['tokens_per_question'], 0)} | {_fmt(s['seconds_per_question'], 1)} ({_spread(s, 'seconds', 1)}) "
-            f"| {s['errors']} |"
+            f"| {_fmt(s['tokens_per_question'], 0)} | {_fmt(s['seconds_per_question'], 1)} ({_spread(s, 'seconds', 1)})"
+            f"{SHARED_MARK if s.get('seconds_shared') else ''} | {s['errors']} |"
         )
     hours = summary["seconds_total"] / 3600
     lines += [
+        *shared_lines(summary),
         "",
         f"Total run time (sum of per-question seconds): {summary['seconds_total']:.0f} s ({hours:.2f} h). "
         f"File: `{summary['file']}`." + (f" Index: `{summary['index']}`." if summary.get("index") else ""),

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import IndexNotFoundError, LLMOutputError, ModelNotFoundError
+from ..runtime.contention import CpuMeter, machine_record
 from ..runtime.llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
@@ -91,17 +92,23 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
     }
 
 
-def load_model(config: Config) -> tuple[LLM, dict[str, Any]]:
-    """The configured GGUF model (loaded lazily on its first call) and its identity."""
+def load_model(config: Config, note: Callable[[str], None] | None = None) -> tuple[LLM, dict[str, Any]]:
+    """The configured GGUF model (loaded lazily on its first call) and its identity.
+
+    When a compatible `reagent serve` runs on the home, its model answers the calls instead
+    (``reagent_local/share/``); ``note`` is told where the calls go, or why not to the server.
+    """
     from ..reasoning.wiring import load_llm
     from ..runtime.models import find_known
+    from ..share.remote import served_model
 
     llm = load_llm(config.llm.model, config)
     try:
         sha = find_known(llm.model_id).sha256  # verified when it was pulled
     except ModelNotFoundError:
         sha = file_sha256(llm.path)  # a user's own GGUF: hash it once per run start
-    return llm, {"id": llm.model_id, "path": str(llm.path), "sha256": sha}
+    model = {"id": llm.model_id, "path": str(llm.path), "sha256": sha}
+    return served_model(config, note) or llm, model
 
 
 def benchmark_index(dataset: str, file: Path, config: Config) -> Callable[[], Retriever]:
@@ -186,20 +193,30 @@ def _progress(console: Any) -> Any:
                     TextColumn("{task.fields[score]}"), TimeElapsedColumn(), console=console)
 
 
-def answer_one(method: Method, question: Question) -> dict[str, Any]:
+def answer_one(method: Method, question: Question, llm: Any = None) -> dict[str, Any]:
     """The record of one built method answering one question (a model failure is an error record).
 
     The seconds of the second run that finds the answer without backtracking are not the question's.
+    The record's ``machine`` says whether they were measured on a shared machine (``runtime/contention.py``;
+    ``llm``: the run's model, whose calls add what they saw of other model processes or clients).
     """
+    sharing = getattr(llm, "sharing", None)
+    if sharing is not None:
+        sharing.reset()
+    meter = CpuMeter()
+    mark = meter.mark()
     start = time.perf_counter()
     try:
         result = method.answer(question.question)
     except LLMOutputError as exc:  # a user method that did not catch its own
         result = MethodResult(prediction="", error=error_text(exc))
     seconds = time.perf_counter() - start
+    others_cpu = meter.others_share(mark, meter.mark())
     if result.without_backtracking is not None:
         seconds -= result.without_backtracking.seconds
-    return make_record(method.name, question, result, seconds)
+    record = make_record(method.name, question, result, seconds)
+    record["machine"] = machine_record(sharing, others_cpu, seconds)
+    return record
 
 
 AnswerAll = Callable[[Sequence[Question], Sequence[str], MethodContext, RecordStore, Any], None]
@@ -230,7 +247,7 @@ def _answer_all(sample: Sequence[Question], methods: Sequence[str], ctx: MethodC
                     continue
                 if name not in built:
                     built[name] = build_method(name, ctx)
-                record = answer_one(built[name], question)
+                record = answer_one(built[name], question, ctx.llm)
                 store.append(record)
                 scores.add(record)
                 if progress is not None:
@@ -295,7 +312,8 @@ def run_benchmark(
     open_retriever, index_name, prebuilt = _retrieval(dataset, file, config, methods, retriever, index)
     owns_llm = llm is None
     if llm is None:
-        llm, model = load_model(config)
+        note = (lambda line: console.print(line, markup=False, highlight=False)) if console is not None else None
+        llm, model = load_model(config, note=note)
     else:
         model = {"id": llm.model_id, "path": None, "sha256": None}
     if out is None:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from .provenance import check_single, mix_line
 from .records import RECORDS_FILE, check_unique, read_records
-from .report import summarize
+from .report import SHARED_MARK, shared_lines, summarize
 from .rundir import read_run_config
 
 LABELS = {
@@ -57,9 +57,10 @@ def table(summary: dict[str, Any]) -> str:
             f"| {LABELS.get(name, name)} | {f'**{em}**' if m['em'] == best else em} | {_score(m['f1'])} "
             f"| {_score(m['support_precision'])} | {_score(m['support_recall'])} "
             f"| {m['llm_calls_per_question']:.1f}{_spread(m, 'llm_calls', 1)} | {m['tokens_per_question']:,.0f} "
-            f"| {m['seconds_per_question']:.1f}{_spread(m, 'seconds', 1)} | {_commits(m)} |")
+            f"| {m['seconds_per_question']:.1f}{_spread(m, 'seconds', 1)}{SHARED_MARK if m.get('seconds_shared') else ''} "
+            f"| {_commits(m)} |")
     mixed = mix_line(summary["origin"])
-    return "\n".join(lines + (["", mixed] if mixed else []))
+    return "\n".join(lines + (["", mixed] if mixed else []) + shared_lines(summary))
 
 
 def folder_table(folder: Path, *, allow_mixed: bool = False) -> str:

@@ -16,18 +16,22 @@ from .common import echo_json, info
 @click.option("--rules", default=None, metavar="SPEC",
               help="Question-shape rules: 'all', names, '-NAME' to switch one off (`reagent rules` lists them).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--local", is_flag=True,
+              help="Load the model in this process even when a `reagent serve` of this home could answer.")
 def ask(question: str, index: str | None, model: str | None, backtracking: str | None, rules: str | None,
-        as_json: bool) -> None:
+        as_json: bool, local: bool) -> None:
     """Answer QUESTION with the six-agent ReAgent pipeline."""
     from ..api import ReAgent
     from ..reasoning.pipeline import validate_question
     from .common import config_from
 
     config = config_from(retrieval__index=index, llm__model=model, pipeline__backtracking=backtracking,
-                         pipeline__rules=rules)
+                         pipeline__rules=rules, llm__use_server=False if local else None)
     validate_question(question, config.pipeline.max_question_chars)  # fail before loading anything
-    with ReAgent.load(config=config) as agent:
-        if not as_json:
+    with ReAgent.load(config=config, on_event=_tell) as agent:
+        if agent.route.note():
+            info(agent.route.note())
+        if not as_json and not agent.served:
             info(f"thinking with {config.llm.model if not model else model} over index {config.retrieval.index} ...")
         answer = agent.ask(question)
     if as_json:
@@ -42,3 +46,11 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
     if answer.rules_fired:
         click.echo(click.style("rules: " + ", ".join(answer.rules_fired), dim=True))
     click.echo(click.style(answer.account_line(), dim=True))
+
+
+def _tell(kind: str, data: dict) -> None:
+    """A served question's place in the queue, and a fallback to this process's own model."""
+    if kind == "queued" and data.get("ahead"):
+        info(data["line"].replace("[server] ", "server: "))
+    elif kind == "local":
+        info(data["line"])

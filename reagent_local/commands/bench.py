@@ -50,6 +50,8 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: <home>/bench-runs/<dataset>[-ids-<stem>][-minus-<stem>][-index-<name>]-<model>-n<N>-seed<S>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
+@click.option("--local", is_flag=True,
+              help="Load the model in this process even when a `reagent serve` of this home could make the calls.")
 @ALLOW_MIXED
 @ray_option
 @click.option("--ray-threads", type=int, default=None, metavar="N",
@@ -58,8 +60,8 @@ def _split_methods(values: tuple[str, ...]) -> list[str]:
               help="With --ray: workers [default: the cluster's CPUs / --ray-threads].")
 def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path | None, n: int | None, seed: int,
             methods: tuple[str, ...], rules: str | None, ablate: tuple[str, ...], model: str | None,
-            index_name: str | None, out: Path | None, resume: bool, allow_mixed: bool, ray_address: str | None,
-            ray_threads: int | None, ray_workers: int | None) -> None:
+            index_name: str | None, out: Path | None, resume: bool, local: bool, allow_mixed: bool,
+            ray_address: str | None, ray_threads: int | None, ray_workers: int | None) -> None:
     """Answer N sampled questions with each method; write records, summary.json, results.md, chart.png.
 
     Questions are filtered by --ids / --exclude-ids first, then --n are drawn with --seed.
@@ -68,7 +70,7 @@ def run_cmd(dataset: str, file: Path, ids_file: Path | None, exclude_file: Path 
     """
     from rich.console import Console
 
-    config = config_from(llm__model=model, pipeline__rules=rules)
+    config = config_from(llm__model=model, pipeline__rules=rules, llm__use_server=False if local else None)
     chosen = ablated(_split_methods(methods), [r.strip() for value in ablate for r in value.split(",") if r.strip()])
     options = dict(n=n, seed=seed, methods=chosen, out=out, resume=resume, console=Console(stderr=True), ids=ids_file,
                    exclude_ids=exclude_file, index=index_name, allow_mixed=allow_mixed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -62,6 +62,29 @@ class Answer:
             sub["passages"] = [{"id": p["id"], "title": p["title"]} for p in sub["passages"]]
         data["passages"] = [{"id": p["id"], "title": p["title"]} for p in data["passages"]]
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], texts: dict[str, str] | None = None) -> "Answer":
+        """The Answer whose ``to_dict()`` is ``data`` (a served answer); ``texts`` gives passages' text by id."""
+        texts = texts or {}
+
+        def refs(items: Any) -> tuple[PassageRef, ...]:
+            return tuple(PassageRef(p["id"], p["title"], texts.get(p["id"], "")) for p in items or ())
+
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            if spec.name not in data:
+                continue
+            value = data[spec.name]
+            if spec.name == "subquestions":
+                value = tuple(SubQuestionResult(**{**sub, "passages": refs(sub.get("passages")),
+                                                   "facts": tuple(sub.get("facts") or ())}) for sub in value)
+            elif spec.name == "passages":
+                value = refs(value)
+            elif isinstance(value, list):
+                value = tuple(value)
+            values[spec.name] = value
+        return cls(**values)
 
     def account_line(self) -> str:
         """One line: calls, tokens, seconds, backtracks, run id."""

@@ -21,6 +21,8 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
+from .contention import Sharing
+from .cores import CoreShare
 from .prefill import DEFAULT_BLOCK, aligned_llama_class
 
 T = TypeVar("T", bound=BaseModel)
@@ -205,7 +207,12 @@ class LlamaModel:
     probe_cache: Path | None = None
     # how the last load was probed: which extra_buffers value it used and what the probe cost
     load_verdict: Any = field(default=None, init=False, repr=False)
+    # what the calls saw of other model processes on this machine (reset by the benchmark per question)
+    sharing: Sharing = field(default_factory=Sharing, init=False, repr=False)
     _llama: Any = field(default=None, init=False, repr=False)
+    _cores: CoreShare | None = field(default=None, init=False, repr=False)
+    _threads: int = field(default=0, init=False, repr=False)
+    _others: int = field(default=0, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -223,6 +230,9 @@ class LlamaModel:
         from .models import check_before_load, repair_hint
 
         check_before_load(self.path)  # size against the registry, GGUF magic and version: cheap
+        from .openmp import prefer_passive_wait
+
+        prefer_passive_wait()  # before OpenMP starts: waiting threads sleep instead of spinning (runtime/openmp.py)
         import llama_cpp  # heavy import, deferred
 
         from .load_probe import safe_extra_buffers
@@ -263,15 +273,33 @@ class LlamaModel:
             )
         if self.prompt_cache_mb > 0:
             llama.set_cache(_prompt_cache(self.prompt_cache_mb << 20))
-        self._llama = llama
+        self._cores = CoreShare(model=self.model_id, fixed_threads=self.n_threads)
+        self._cores.register()
+        self._llama, self._threads = llama, threads
         return llama
 
     def close(self) -> None:
-        """Free the model's memory."""
+        """Free the model's memory and leave the machine's registry of model processes."""
         with self._lock:
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
+            if self._cores is not None:
+                self._cores.unregister()
+                self._cores = None
+
+    def _take_share(self, llama: Any) -> int:
+        """Mark this process busy and run the next call with its fair share of the cores (runtime/cores.py)."""
+        if self._cores is None:
+            return self._threads
+        share = self._cores.begin()
+        if share.threads != self._threads:
+            import llama_cpp
+
+            llama_cpp.llama_set_n_threads(llama.ctx, share.threads, share.threads)
+            self._threads = share.threads
+        self._others = share.others
+        return share.threads
 
     # -- generation --------------------------------------------------------------
     def chat_raw(
@@ -297,9 +325,15 @@ class LlamaModel:
                 kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
             recorder = _TokenRecorder()
             kwargs["logits_processor"] = [recorder]
+            threads = self._take_share(llama)
             start = time.perf_counter()
-            response = llama.create_chat_completion(**kwargs)
+            try:
+                response = llama.create_chat_completion(**kwargs)
+            finally:
+                if self._cores is not None:
+                    self._cores.end()
             seconds = time.perf_counter() - start
+            self.sharing.add(threads=threads, others=self._others, seconds=seconds)
             # the last token is sampled after the last callback: its probability is not known
             pieces = [llama.detokenize([token]).decode("utf-8", errors="replace") for token in recorder.ids]
         choice = response["choices"][0]

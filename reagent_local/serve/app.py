@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..errors import ReagentError
-from . import openai_api, web
+from . import model_api, openai_api, web
 from .errors import ApiError, from_reagent_error, internal
 from .guard import Guard
 from .service import Service
@@ -59,6 +59,7 @@ def create_app(service: Service) -> Starlette:
         Route("/v1/models", openai_api.models, methods=["GET"]),
         Route("/api/ask", web.ask, methods=["POST"]),
         Route("/api/status", web.status, methods=["GET"]),
+        Route("/api/llm", model_api.generate, methods=["POST"]),
         Route("/api/runs", web.runs, methods=["GET"]),
         Route("/api/runs/{run_id}", web.run_export, methods=["GET"]),
         Route("/runs/{run_id}", web.run_page, methods=["GET"]),

@@ -13,6 +13,7 @@ from ..api import ReAgent
 from ..config import Config
 from ..errors import ReagentError
 from ..reasoning.wiring import build_pipeline
+from ..share.compat import identity
 from .app import create_app
 from .live import ObservedLog
 from .service import LOOPBACK_HOSTS, STOPPED, ServeSettings, Service
@@ -75,17 +76,21 @@ def open_service(config: Config, *, host: str, api_key: str | None = None, max_q
         log.close()
         raise
     settings = ServeSettings(model=config.llm.model, index=config.retrieval.index, api_key=api_key,
-                             max_queue=max_queue, allowed_hosts=LOOPBACK_HOSTS if is_loopback(host) else None)
+                             max_queue=max_queue, allowed_hosts=LOOPBACK_HOSTS if is_loopback(host) else None,
+                             identity=identity(config))
     return Service(ReAgent(pipeline), settings)
 
 
-def _uvicorn_server(service: Service, sock: socket.socket, log_level: str) -> Any:
+def _uvicorn_server(service: Service, sock: socket.socket, log_level: str,
+                    on_stop: Callable[[], None] | None = None) -> Any:
     import uvicorn
 
     class Server(uvicorn.Server):
         """uvicorn's server; on Ctrl-C the queue refuses waiting questions and the running run stops first."""
 
         def handle_exit(self, sig: int, frame: Any) -> None:
+            if on_stop is not None:
+                on_stop()
             service.stop(STOPPED)
             super().handle_exit(sig, frame)
 
@@ -96,11 +101,14 @@ def _uvicorn_server(service: Service, sock: socket.socket, log_level: str) -> An
 
 
 def serve(service: Service, sock: socket.socket, *, log_level: str = "warning",
-          on_ready: Callable[[str], None] | None = None) -> None:
-    """Serve until Ctrl-C (or SIGTERM); then every run this server started is finished or marked in the log."""
+          on_ready: Callable[[str], None] | None = None, on_stop: Callable[[], None] | None = None) -> None:
+    """Serve until Ctrl-C (or SIGTERM); then every run this server started is finished or marked in the log.
+
+    ``on_stop`` is called first when the stop signal arrives (the CLI withdraws its address there).
+    """
     import asyncio
 
-    server = _uvicorn_server(service, sock, log_level)
+    server = _uvicorn_server(service, sock, log_level, on_stop)
 
     async def main() -> None:
         task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -11,8 +11,10 @@ from typing import Any, AsyncIterator
 from starlette.requests import Request
 
 from ..api import ReAgent
-from ..errors import QuestionError
-from ..reasoning.pipeline import validate_question
+from ..errors import QuestionError, ReagentError
+from ..reasoning.answer import Answer
+from ..reasoning.pipeline import Pipeline, validate_question
+from ..share.compat import with_question_settings
 from .errors import ApiError, bad_request, from_reagent_error
 from .live import LiveRuns, ObservedLog
 from .worker import TERMINAL, Job, Worker
@@ -32,6 +34,8 @@ class ServeSettings:
     max_queue: int = 8  # questions that may wait while one is answered; more get 429
     allowed_hosts: tuple[str, ...] | None = LOOPBACK_HOSTS  # Host header names accepted; None: any
     max_body_bytes: int = 1_000_000
+    # what clients of the same home compare before sending questions here (reagent_local/share/compat.py)
+    identity: dict[str, Any] | None = None
 
 
 class Service:
@@ -51,7 +55,7 @@ class Service:
         """Start the worker on the running event loop (the app's startup)."""
         loop = asyncio.get_running_loop()
         self.live = LiveRuns(loop)
-        self.worker = Worker(self.agent.ask, loop, max_queue=self.settings.max_queue)
+        self.worker = Worker(self.answer, loop, max_queue=self.settings.max_queue)
         live = self.live
         # a run whose closing could not be logged (a broken log) still ends for its watchers
         self.worker.on_end = lambda job, kind: live.listen("finish", job.run_id, kind)
@@ -81,10 +85,31 @@ class Service:
             error.param = param
             raise error from None
 
-    def submit(self, question: str) -> Job:
+    def question_settings(self, value: Any) -> dict[str, Any] | None:
+        """A question's ``[pipeline]`` settings, checked now (a 400 that names the setting), or None."""
+        if value is None or value == {}:
+            return None
+        if not isinstance(value, dict):
+            raise bad_request("'settings' must be an object of [pipeline] settings", param="settings")
+        try:
+            with_question_settings(self.agent.pipeline.config, value)
+        except ReagentError as exc:
+            raise bad_request(exc.message + (f" ({exc.hint})" if exc.hint else ""), param="settings") from None
+        return value
+
+    def answer(self, question: str, *, should_stop: Any = None, settings: dict[str, Any] | None = None) -> Answer:
+        """Answer with the served pipeline, or with a pipeline of the question's settings around the same model and index."""
+        pipeline = self.agent.pipeline
+        if settings:
+            config = with_question_settings(pipeline.config, settings)
+            pipeline = Pipeline(config, llm=pipeline.llm, retriever=pipeline.retriever, log=pipeline.log,
+                                kg=pipeline.kg, role_llms=pipeline.role_llms)
+        return pipeline.ask(question, should_stop=should_stop)
+
+    def submit(self, question: str, settings: dict[str, Any] | None = None) -> Job:
         """Queue a question (429 when the queue is full)."""
         assert self.worker is not None, "the service has not started"
-        return self.worker.submit(question)
+        return self.worker.submit(question, settings)
 
     def cancel(self, job: Job, reason: str = DISCONNECTED) -> None:
         """Drop a waiting job, or stop a running one at its next step."""

@@ -1,6 +1,7 @@
 """reagent's own endpoints: ask, the runs in the log, a run's trace page and its live events, and the page.
 
-- ``POST /api/ask`` ``{"question": ..., "stream": false}``: the ``reagent ask --json`` object; with
+- ``POST /api/ask`` ``{"question": ..., "stream": false, "settings": {...}}``: the ``reagent ask --json`` object
+  (``settings``: the asker's ``[pipeline]`` settings, as `reagent ask` sends them to a server of its home); with
   ``"stream": true``, Server-Sent Events ``queued``, ``run``, ``event`` (each log event of the run),
   then ``answer`` (that object, plus the cited passages' text) or ``error``;
 - ``GET /api/runs?last=N``, ``GET /api/runs/{id}`` (``reagent trace export``), ``GET /runs/{id}``
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from importlib import resources
 from typing import Any, AsyncIterator
 
@@ -60,7 +62,8 @@ def status(request: Request) -> JSONResponse:
     service = _service(request)
     worker = service.worker.status() if service.worker else {}
     return JSONResponse({"model": service.settings.model, "index": service.settings.index,
-                         "log": str(service.log.path), "queue": worker})
+                         "log": str(service.log.path), "queue": worker, "pid": os.getpid(),
+                         "started_at": service.started_at, "identity": service.settings.identity})
 
 
 def _answer_data(answer: Answer) -> dict[str, Any]:
@@ -73,10 +76,11 @@ async def ask(request: Request) -> Response:
     service = _service(request)
     body = await read_json(request, service.settings.max_body_bytes)
     question = service.question(body.get("question"), param="question")
+    settings = service.question_settings(body.get("settings"))
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise bad_request("'stream' must be true or false", param="stream")
-    job = service.submit(question)
+    job = service.submit(question, settings)
     if stream:
         return StreamingResponse(_ask_stream(service, job), media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)
     try:
