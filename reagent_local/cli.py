@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from .runtime.openmp import prefer_passive_wait
+
+    prefer_passive_wait()  # llama.cpp's waiting OpenMP threads sleep instead of spinning (runtime/openmp.py)
     try:
         cli.main(args=argv, prog_name="reagent", standalone_mode=False)
     except ReagentError as exc:

@@ -206,7 +206,7 @@ def _bench_parts(data: Path):
 
 
 def _comparable(records: list[dict]) -> list[str]:
-    return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seconds", "run_id")}, sort_keys=True)
+    return sorted(json.dumps({k: v for k, v in r.items() if k not in ("seconds", "run_id", "machine")}, sort_keys=True)
                   for r in records)
 
 

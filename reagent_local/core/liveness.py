@@ -25,6 +25,15 @@ def process_start(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def is_zombie(pid: int) -> bool:
+    """Whether process ``pid`` has ended but was not yet reaped by its parent (state Z in /proc/PID/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def this_process() -> dict:
     """This process as a run records it: {"pid", "host", "proc_start"}."""
     pid = os.getpid()
@@ -44,5 +53,7 @@ def is_gone(pid: int | None, host: str | None, proc_start: int | None, heartbeat
         return True
     except PermissionError:  # alive, owned by another user
         pass
+    if is_zombie(pid):  # killed, its parent not yet told: it will never write again
+        return True
     current = process_start(pid)
     return proc_start is not None and current is not None and current != proc_start

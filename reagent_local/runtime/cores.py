@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.liveness import process_start
+from ..core.liveness import is_zombie, process_start
 from .cpu import usable_cores
 
 HOLD_SECONDS = 3.0  # a process that ended a call this recently is still busy (a question's next call is near)
@@ -75,6 +75,8 @@ def _alive(pid: int, proc_start: int | None) -> bool:
         return False
     except PermissionError:
         pass
+    if is_zombie(pid):
+        return False
     now = process_start(pid)
     return proc_start is None or now is None or now == proc_start
 
