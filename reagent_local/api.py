@@ -61,7 +61,7 @@ class ReAgent:
         if route.server is not None:
             return cls(config=config, route=route, on_event=on_event)
         log = EventLog(Path(log_path)) if log_path else None
-        return cls(build_pipeline(config, llm=llm, log=log), route=route)
+        return cls(build_pipeline(config, llm=llm, log=log), config=config, route=route)
 
     @property
     def pipeline(self) -> Pipeline:

@@ -46,9 +46,19 @@ class SlowLLM:
 
 def scripted_service(log_path: Path, *, seconds_per_call: float = 0.0, api_key: str | None = None,
                      max_queue: int = 8, index: Any = None, max_question_chars: int | None = None,
-                     allowed_hosts: tuple[str, ...] | None = ("127.0.0.1", "localhost")) -> Service:
-    """The Olympics scenario (a local and a global rollback on its first run) behind a Service."""
-    config = scenario_config()
+                     allowed_hosts: tuple[str, ...] | None = ("127.0.0.1", "localhost"),
+                     config: Any = None) -> Service:
+    """The Olympics scenario (a local and a global rollback on its first run) behind a Service.
+
+    With ``config`` (a home's), the service carries that configuration and its identity, as
+    `reagent serve` does, so that clients of the home may send it their questions.
+    """
+    identity = None
+    if config is not None:
+        from reagent_local.share.compat import identity as identity_of
+
+        identity = identity_of(config)
+    config = config or scenario_config()
     if max_question_chars is not None:
         config = replace(config, pipeline=replace(config.pipeline, max_question_chars=max_question_chars))
     llm = olympics_llm()
@@ -56,7 +66,8 @@ def scripted_service(log_path: Path, *, seconds_per_call: float = 0.0, api_key: 
         llm = SlowLLM(llm, seconds_per_call)
     pipeline = Pipeline(config, llm=llm, retriever=index or olympics_index(), log=ObservedLog(log_path))
     return Service(ReAgent(pipeline), ServeSettings(model=MODEL, index="olympics", api_key=api_key,
-                                                    max_queue=max_queue, allowed_hosts=allowed_hosts))
+                                                    max_queue=max_queue, allowed_hosts=allowed_hosts,
+                                                    identity=identity))
 
 
 class RunningServer:
@@ -99,17 +110,40 @@ def running(service: Service) -> Iterator[RunningServer]:
         yield server
 
 
+def home_config(home: Path) -> Any:
+    """The scenario's configuration in a home of its own (what a home's server and its clients share)."""
+    from reagent_local.config import PathsConfig
+
+    return replace(scenario_config(), paths=PathsConfig(home=Path(home)))
+
+
 def main(argv: list[str]) -> None:
-    """Serve the scripted service like `reagent serve` (the shutdown test sends it SIGINT)."""
+    """Serve the scripted service like `reagent serve` (the shutdown test sends it SIGINT).
+
+    A fourth argument, a home, makes it announce itself there as `reagent serve` does.
+    """
     from reagent_local.serve.server import bind, serve
+    from reagent_local.share.presence import Announcement
 
     log_path, port_file, seconds = Path(argv[0]), Path(argv[1]), float(argv[2])
-    service = scripted_service(log_path, seconds_per_call=seconds)
+    config = home_config(Path(argv[3])) if len(argv) > 3 else None
+    service = scripted_service(log_path, seconds_per_call=seconds, config=config)
+    announcement = Announcement(config.paths.home) if config is not None else None
+    if announcement is not None:
+        announcement.hold()
+
+    def ready(url: str) -> None:
+        if announcement is not None:
+            announcement.publish(url, model=MODEL, index="olympics", identity=service.settings.identity or {})
+        port_file.write_text(url)
+
     sock = bind("127.0.0.1", 0)
     try:
-        serve(service, sock, on_ready=lambda url: port_file.write_text(url))
+        serve(service, sock, on_ready=ready)
     finally:
         service.agent.close()
+        if announcement is not None:
+            announcement.withdraw()
     print("stopped", flush=True)
 
 

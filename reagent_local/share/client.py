@@ -136,16 +136,17 @@ class ServerClient:
                 if on_event is not None:
                     on_event(kind, data)
         finally:
-            _close(connection)
+            _close(connection, reader)
 
 
-def _close(connection: http.client.HTTPConnection) -> None:
-    """Close at once, also when a reader thread is blocked on the socket."""
+def _close(connection: http.client.HTTPConnection, reader: threading.Thread) -> None:
+    """Close at once: the socket is shut (the reader thread sees the end), then the connection closed."""
     if connection.sock is not None:
         try:
             connection.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+    reader.join(5)
     connection.close()
 
 
@@ -155,7 +156,7 @@ def _read_events(response: Any, events: queue.Queue) -> None:
     try:
         for name, data in _parse(response):
             events.put((name, data))
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever ended the stream, the caller hears of it once
         why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     events.put((END, why))
 
