@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,7 @@ def _status(home: Path) -> None:
         click.echo(f"pid {pid}: starting (loading the model and index)")
     if not servers and not starting:
         info(f"no server runs on {home}")
-        raise click.exceptions.Exit(1)
+        sys.exit(1)  # as `systemctl status` does: scripts can test it
 
 
 def _ago(seconds: float) -> str:
