@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -104,7 +105,12 @@ def test_passive_waiting_is_set_before_llama_cpp_starts_unless_the_user_chose(mo
     from reagent_local.runtime import openmp
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
     assert openmp.prefer_passive_wait() and openmp.wait_policy() == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert not openmp.prefer_passive_wait() and openmp.wait_policy() == "ACTIVE"
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "300000")  # GNU OpenMP's own default, as before
+    assert not openmp.prefer_passive_wait() and "OMP_WAIT_POLICY" not in os.environ
+    assert openmp.wait_policy() == "default, spin 300000"

@@ -24,6 +24,11 @@ def _render(data: dict) -> None:
           f"{' '.join(cpu['features']) or 'no flags read'}; AMX {'yes' if cpu['amx'] else 'no'}")
     _line("llm", f"model {llm['model']}, {llm['threads']} threads, extra buffers "
           f"{'on' if llm['extra_buffers'] else 'off'} (setting {llm['extra_buffers_setting']!r})")
+    if "openmp_wait" in llm:
+        shared = llm["model_processes"]
+        _line("cores", f"{'a fair share per call' if llm['threads_shared'] else 'fixed threads'}; "
+              f"{shared['members']} model processes on this machine ({shared['active']} busy); "
+              f"OpenMP waits: {llm['openmp_wait']}")
     _line("home", f"{home['path']} ({home['free_bytes'] / 2**30:.1f} GiB free"
           f"{'' if home['writable'] else ', NOT writable'})")
     for row in data["models"]:

@@ -180,7 +180,12 @@ def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Re
     extra = extra_buffers_enabled(config.llm.extra_buffers, cpu)
     report.sections["cpu"] = {"model": cpu.model, "usable_cores": cpu.usable_cores, "machine": platform.machine(),
                               "features": cpu.notable_flags(), "amx": cpu.has_amx}
+    from .cores import CoreShare
+    from .openmp import wait_policy
+
     report.sections["llm"] = {"model": config.llm.model, "threads": threads,
+                              "threads_shared": config.llm.n_threads is None,  # a fair share of the cores per call
+                              "model_processes": CoreShare(model="").snapshot(), "openmp_wait": wait_policy(),
                               "extra_buffers_setting": config.llm.extra_buffers, "extra_buffers": extra,
                               "gpu_layers": config.llm.n_gpu_layers if gpu else 0}
     home = Path(config.paths.home)

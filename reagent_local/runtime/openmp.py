@@ -15,16 +15,26 @@ import os
 import sys
 
 WAIT_POLICY = "OMP_WAIT_POLICY"
+SPIN_COUNT = "GOMP_SPINCOUNT"  # GNU OpenMP's own knob: iterations a waiting thread spins before it sleeps
 DEFAULT_POLICY = "PASSIVE"
 
 
 def prefer_passive_wait() -> bool:
-    """Set OMP_WAIT_POLICY=PASSIVE unless it is set or llama_cpp is already loaded; True when it is PASSIVE now."""
-    if WAIT_POLICY not in os.environ and "llama_cpp" not in sys.modules:
+    """Set OMP_WAIT_POLICY=PASSIVE unless the user set it or GOMP_SPINCOUNT, or llama_cpp is loaded already.
+
+    True when waiting threads will sleep at once. ``GOMP_SPINCOUNT=300000`` gives back GNU OpenMP's
+    own default (spin 300,000 times, then sleep), as before this setting.
+    """
+    chosen = WAIT_POLICY in os.environ or SPIN_COUNT in os.environ
+    if not chosen and "llama_cpp" not in sys.modules:
         os.environ[WAIT_POLICY] = DEFAULT_POLICY
-    return os.environ.get(WAIT_POLICY, "").upper() == DEFAULT_POLICY
+    return os.environ.get(WAIT_POLICY, "").upper() == DEFAULT_POLICY and os.environ.get(SPIN_COUNT, "0") == "0"
 
 
 def wait_policy() -> str:
-    """The wait policy OpenMP was (or will be) started with: the variable's value, or 'default (spin, then sleep)'."""
-    return os.environ.get(WAIT_POLICY) or "default (spin, then sleep)"
+    """The wait policy OpenMP was (or will be) started with, in words."""
+    policy = os.environ.get(WAIT_POLICY)
+    spin = os.environ.get(SPIN_COUNT)
+    if spin is not None:
+        return f"{policy or 'default'}, spin {spin}"
+    return policy or "default (spin, then sleep)"
