@@ -61,26 +61,9 @@ class Served:
 
 
 def comparable_trace(log_path: Path, run_id: str) -> list[Any]:
-    """A run's events with the log-wide numbers (seqs, checkpoint ids) made relative to the run."""
-    with EventLog(log_path, read_only=True) as log:
-        events = log.events(run_id)
-        checkpoints = [c.id for c in log.checkpoints(run_id)]
-    seqs = {e.seq: n for n, e in enumerate(events)}
-    ids = {c: n for n, c in enumerate(checkpoints)}
+    from reagent_local.trace.compare import comparable_events
 
-    def relative(value: Any, key: str = "") -> Any:
-        if isinstance(value, dict):
-            return {k: relative(v, k) for k, v in value.items() if k not in ("seconds", "wall_time")}
-        if isinstance(value, list):
-            return [relative(v, key) for v in value]
-        if isinstance(value, int) and not isinstance(value, bool):
-            if key in ("checkpoint_id", "checkpoint", "target") and value in ids:
-                return f"checkpoint {ids[value]}"
-            if key in ("messages", "message", "parent_seq", "seq", "caused_by", "event_seq") and value in seqs:
-                return f"event {seqs[value]}"
-        return value
-
-    return [(e.time, e.agent, e.type, relative(e.payload)) for e in events]
+    return comparable_events(log_path, run_id)
 
 
 def local_answer(config: Any, log_path: Path) -> Any:
