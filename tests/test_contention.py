@@ -102,3 +102,15 @@ def test_bench_report_marks_seconds_measured_under_contention(tmp_path: Path):
     from reagent_local.bench.tables import folder_table
 
     assert "†" in folder_table(folder)
+
+
+def test_bench_ablate_marks_seconds_measured_under_contention():
+    from reagent_local.bench.ablate import cost
+    from reagent_local.bench.ablate_view import _cost
+
+    quiet = [{"llm_calls": 4, "seconds": 10.0, "machine": {"shared": False}}, {"llm_calls": 6, "seconds": 12.0}]
+    shared = [{"llm_calls": 4, "seconds": 30.0, "machine": {"shared": True}}, {"llm_calls": 6, "seconds": 12.0}]
+    row = {"cost": {"baseline": cost(quiet), "ablated": cost(shared)}}
+    assert row["cost"]["baseline"]["seconds_shared"] == 0 and row["cost"]["ablated"]["seconds_shared"] == 1
+    assert _cost(row, "seconds_median", 1) == "11.0 / 21.0 †"
+    assert _cost(row, "calls_median", 1) == "5.0 / 5.0"

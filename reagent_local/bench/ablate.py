@@ -66,7 +66,9 @@ def cost(records: Sequence[Record]) -> Record:
     """Calls and seconds a question (the standard median) and in total."""
     calls, seconds = [r["llm_calls"] for r in records], [r["seconds"] for r in records]
     return {"calls_median": median(calls), "seconds_median": median(seconds), "calls": sum(calls),
-            "seconds": round(sum(seconds), 3)}
+            "seconds": round(sum(seconds), 3),
+            # questions whose seconds were measured on a shared machine (runtime/contention.py)
+            "seconds_shared": sum(1 for r in records if (r.get("machine") or {}).get("shared"))}
 
 
 def _refuse_existing(steps: Sequence[Step]) -> None:

@@ -10,7 +10,8 @@ Record = dict[str, Any]
 HOW = ("Differences are baseline - ablated (what the part adds), paired over every baseline question; where "
        "the part did not act the ablated answer is the baseline's, carried over. Interval: paired bootstrap 95%; "
        "won / lost / tied by F1 with the exact two-sided sign test (p); fixed / broken: answers the part makes "
-       "right / wrong, by EM; calls and seconds a question: medians, baseline / ablated.")
+       "right / wrong, by EM; calls and seconds a question: medians, baseline / ablated († seconds measured while "
+       "other processes used the machine: not comparable with a quiet run's).")
 
 
 def _num(value: float | None, digits: int) -> str:
@@ -18,8 +19,14 @@ def _num(value: float | None, digits: int) -> str:
 
 
 def _cost(row: Record, what: str, digits: int) -> str:
+    """'baseline / ablated'; seconds measured on a shared machine are marked † (not comparable with quiet ones)."""
     cost = row["cost"]
-    return f"{_num(cost['baseline'][what], digits)} / {_num(cost['ablated'][what], digits)}"
+
+    def one(side: str) -> str:
+        mark = " †" if what.startswith("seconds") and cost[side].get("seconds_shared") else ""
+        return _num(cost[side][what], digits) + mark
+
+    return f"{one('baseline')} / {one('ablated')}"
 
 
 def _cells(row: Record) -> list[str]:
