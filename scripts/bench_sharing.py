@@ -64,6 +64,14 @@ class Runner:
             self.env["REAGENT_HOME"] = str(args.home)
         for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "REAGENT_LLM_N_THREADS", "REAGENT_API_KEY"):
             self.env.pop(name, None)
+        self.children: list[subprocess.Popen] = []
+
+    def stop_children(self) -> None:
+        """End the asks this script started that still run (after an interruption)."""
+        for child in self.children:
+            if child.poll() is None:  # the launcher and the ask it started: their own process group
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
 
     def environment(self, extra: dict[str, str]) -> dict[str, str]:
         return {**self.env, **{k: v.replace("CORES", str(self.cores)) for k, v in extra.items()}}
@@ -78,7 +86,8 @@ class Runner:
         peak = Path(tempfile.mktemp(prefix="peak-"))
         child = subprocess.Popen([sys.executable, "-c", PEAK, str(peak), *self.command(*self.ask_args(*extra))],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=self.environment(extra_env))
+                                 env=self.environment(extra_env), start_new_session=True)
+        self.children.append(child)
         return child, peak, time.monotonic()
 
     def finish_ask(self, started: tuple[subprocess.Popen, Path, float]) -> dict[str, Any]:
@@ -270,14 +279,17 @@ def main() -> None:
     if r.run("serve", "--status").returncode == 0:
         raise SystemExit("a `reagent serve` runs on this home: stop it first (`reagent serve --stop`)")
     alone: dict[str, float] = {}
-    if sections & {"solo", "pair", "bench"}:
-        alone = solo(r, args.reps)
-    if "pair" in sections:
-        pair(r, alone)
-    if "bench" in sections:
-        beside_bench(r, alone)
-    if "served" in sections:
-        served(r)
+    try:
+        if sections & {"solo", "pair", "bench"}:
+            alone = solo(r, args.reps)
+        if "pair" in sections:
+            pair(r, alone)
+        if "bench" in sections:
+            beside_bench(r, alone)
+        if "served" in sections:
+            served(r)
+    finally:
+        r.stop_children()
 
 
 if __name__ == "__main__":
