@@ -92,7 +92,7 @@ def test_ask_goes_to_the_server_of_its_home_and_survives_its_death(home, capsys)
     # the server killed mid-question: one clear error, the run interrupted, and the next ask loads its own
     asking = subprocess.Popen([sys.executable, "-m", "reagent_local", "ask", QUESTION, *MODEL], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run_id = _wait_for_a_running_run(log, env, exclude={mine["run_id"], theirs["run_id"]})
+    run_id = _wait_for_a_running_run(tmp_path, exclude={mine["run_id"], theirs["run_id"]})
     os.kill(pid, signal.SIGKILL)
     out, err = asking.communicate(timeout=120)
     assert asking.returncode == 1, err
@@ -120,14 +120,17 @@ def test_ask_goes_to_the_server_of_its_home_and_survives_its_death(home, capsys)
               f"peak memory {served_peak / 1024:.0f} MB served, {local_peak / 1024:.0f} MB local")
 
 
-def _wait_for_a_running_run(log: Path, env: dict[str, str], exclude: set[str], timeout: float = 120) -> str:
-    """The id of a new run once it has logged a few events (the served ask is mid-question)."""
+def _wait_for_a_running_run(home: Path, exclude: set[str], timeout: float = 120) -> str:
+    """The id of a new run once the server runs it (asked over HTTP: a `trace list` child per poll is too slow
+    under load, the tiny question could end before the kill)."""
+    from reagent_local.share.client import ServerClient
+    from reagent_local.share.presence import live_servers
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        listed = subprocess.run([sys.executable, "-m", "reagent_local", "trace", "list", "--json"], env=env,
-                                capture_output=True, text=True, timeout=60)
-        for run in json.loads(listed.stdout or "[]"):
-            if run["run_id"] not in exclude and run["status"] == "running" and (run.get("events") or 0) >= 3:
-                return run["run_id"]
-        time.sleep(0.3)
+        for server in live_servers(home):
+            running = ServerClient(server, timeout=5).get("/api/status")["queue"].get("running")
+            if running and running not in exclude:
+                return running
+        time.sleep(0.05)
     raise AssertionError("the served ask never started a run")
