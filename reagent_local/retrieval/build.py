@@ -6,6 +6,8 @@ lock ``indexes/.NAME.lock`` makes a second build of NAME wait for the first. A f
 disk removes the temporary folder and says so.
 Embeddings are saved in shards (``embeddings/shard-NNNNNN.npy``); running the same
 build again reuses the finished shards. Bad input removes the temporary folder.
+A folder (or one Markdown, text, HTML or PDF file) is read by ``folder_build``; with
+``update`` an existing index of that folder is rebuilt reusing what did not change.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import shutil
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import duckdb
 import numpy as np
@@ -29,7 +31,9 @@ from ..paths import file_sha256, is_disk_full, unwritable_reason
 from ..version import __version__
 from .dense import ShardVectors, build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, embedder_for
-from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
+from .folder_build import DOCS, FolderStep
+from .folder_scan import Scan, is_document, scan
+from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, read_manifest, validate_name
 from .passages import TARGET_WORDS, index_text
 from .progress import Reporter, reporter
 from .readers import FORMATS, detect_format, document_passages, read_documents
@@ -174,28 +178,40 @@ def build_index(
     embedder: Embedder | HashEmbedder | None = None,
     log: Callable[[str], None] = lambda _msg: None,
     passage_step: PassageStep | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    update: bool = False,
 ) -> Path:
     """Build index ``name`` from ``source`` and return its folder (``config.paths.indexes / name``).
 
-    ``fmt`` is one of "auto" or readers.FORMATS; ``limit`` keeps the first N documents
-    (articles, lines, rows or paragraphs); ``kg`` also extracts the infobox knowledge
+    ``fmt`` is one of "auto", "docs" or readers.FORMATS; ``limit`` keeps the first N documents
+    (articles, lines, rows, paragraphs or files); ``kg`` also extracts the infobox knowledge
     graph when the source is a dump; ``force`` replaces an existing index. A build of
     a name another process is building waits for it (``log`` says for whom).
-    ``passage_step`` replaces the passage step (see ``PassageStep``).
+    ``passage_step`` replaces the passage step (see ``PassageStep``). A folder (``docs``) is
+    read with ``include``/``exclude`` globs; ``update`` rebuilds an existing index of it,
+    reading only changed files and embedding only new text (or builds it when there is none).
     """
     began = time.perf_counter()
     validate_name(name)
-    source = Path(source).expanduser().resolve()
-    if not source.is_file():
-        raise IndexBuildError(f"{source} does not exist or is not a file", hint="check the SOURCE path")
+    given = Path(source).expanduser()
+    source = given.resolve()
+    if not source.exists():
+        raise IndexBuildError(f"{source} does not exist", hint="check the SOURCE path")
     if limit is not None and limit < 1:
         raise IndexBuildError(f"--limit must be at least 1, got {limit}")
     final = index_dir(config, name)
-    _refuse_existing(final, force)
+    if update:
+        _check_updatable(final)
+    else:
+        _refuse_existing(final, force)
     if fmt == "auto":
-        fmt = detect_format(source)
-    elif fmt not in FORMATS:
-        raise IndexBuildError(f"unknown format {fmt!r}", hint=f"choose one of auto, {', '.join(FORMATS)}")
+        fmt = DOCS if is_document(source) else detect_format(source)
+    elif fmt not in FORMATS and fmt != DOCS:
+        raise IndexBuildError(f"unknown format {fmt!r}", hint=f"choose one of auto, {DOCS}, {', '.join(FORMATS)}")
+    if fmt != DOCS and (include or exclude or update or source.is_dir()):
+        raise IndexBuildError(f"{source} read as {fmt}: --include, --exclude and --update apply to folders of documents",
+                              hint=f"pass a folder (or --format {DOCS}), or drop those options")
     with_kg = kg and fmt == "wikixml"
     if with_kg:
         _check_kg_available()
@@ -205,7 +221,16 @@ def build_index(
         raise IndexBuildError(f"cannot write to {config.paths.indexes}: {reason}",
                               hint="make that folder writable, or set REAGENT_HOME to a writable folder")
     embedder = embedder or embedder_for(config)
-    sha256 = file_sha256(source)
+    listing: Scan | None = None
+    if fmt == DOCS:
+        listing = scan_source(given, include, exclude)
+        sha256, size = listing.fingerprint(include, exclude), sum(f.size for f in listing.files)
+        if passage_step is None:
+            options = {"include": list(include), "exclude": list(exclude), "faiss_requested": faiss_type}
+            passage_step = FolderStep(listing, embedder=embedder, final=final if update else None,
+                                      shards=(SHARD_SIZE, _shard_path), log=log, options=options)
+    else:
+        sha256, size = file_sha256(source), source.stat().st_size
     key = {"source": str(source), "sha256": sha256, "format": fmt, "limit": limit,
            "embedder": embedder.name, "backend": embedder.backend, "target_words": TARGET_WORDS, "shard_size": SHARD_SIZE}
     folder = building_dir(config, name)
@@ -217,7 +242,10 @@ def build_index(
     try:
         with build_lock(config, name, on_wait=waiting), reporter(progress) as report:
             recover(folder, final, STATE, report.note)
-            _refuse_existing(final, force)  # it may have been built while this process waited
+            if update:
+                _check_updatable(final)  # another process may have replaced it while this one waited
+            else:
+                _refuse_existing(final, force)  # it may have been built while this process waited
             state = _load_state(folder, key, report)
             try:
                 manifest = _run_steps(source, fmt, limit, with_kg, faiss_type, embedder, folder, state, report,
@@ -233,7 +261,7 @@ def build_index(
                     hint="run the same command again to resume",
                 ) from None
             manifest.update(
-                name=name, source={"path": str(source), "sha256": sha256, "bytes": source.stat().st_size},
+                name=name, source={"path": str(source), "sha256": sha256, "bytes": size},
                 format=fmt, limit=limit, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 build_seconds=round(time.perf_counter() - began, 3), versions=library_versions(),
                 files=file_sizes(folder),
@@ -253,6 +281,27 @@ def _disk_full(name: str, config: Config) -> IndexBuildError:
     return IndexBuildError(f"disk full while building index {name!r} in {config.paths.indexes}",
                            hint="free some space (the failed build's files were removed) and build again, "
                            "or set REAGENT_HOME to a larger disk")
+
+
+def scan_source(source: Path, include: Sequence[str], exclude: Sequence[str]) -> Scan:
+    """The files a folder build reads; an empty folder is refused here, before any work."""
+    listing = scan(source, include, exclude)
+    if not listing.files and not listing.skipped:
+        raise IndexBuildError(f"{listing.root} is empty: no files to read",
+                              hint="point at a folder of Markdown, text, HTML or PDF files")
+    return listing
+
+
+def _check_updatable(final: Path) -> None:
+    """An update replaces only an index built from a folder of documents."""
+    if not (final / MANIFEST).is_file():
+        return  # nothing to update: the update builds it
+    manifest = read_manifest(final)
+    if manifest.get("format") != DOCS:
+        source = (manifest.get("source") or {}).get("path", "its source")
+        raise IndexBuildError(f"index {final.name!r} was built from {source} read as {manifest.get('format')}, "
+                              "not from a folder of documents, so it cannot be updated",
+                              hint=f"rebuild it with `reagent index build SOURCE --name {final.name} --force`")
 
 
 def _refuse_existing(final: Path, force: bool) -> None:
@@ -298,10 +347,13 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         seconds["bm25"] = round(time.perf_counter() - began, 3)
     finally:
         store.close()
-    shutil.rmtree(folder / "embeddings")  # the FAISS index holds the vectors now
+    if fmt == DOCS and faiss_info["type"] == "ivfpq":
+        os.replace(folder / "embeddings", folder / "vectors")  # IVF-PQ codes are lossy: an update reuses these
+    else:
+        shutil.rmtree(folder / "embeddings")  # the FAISS index holds the vectors now
     manifest = {
         "reader": fmt, "documents": state["documents"], "passages": count,
-        "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl", "json") else None,
+        "passage_words": TARGET_WORDS if fmt in ("wikixml", "jsonl", "json", DOCS) else None,
         "embedder": {"name": embedder.name, "dimension": dimension, "backend": embedder.backend, **embedder.record()},
         "embedding": embedding, "faiss": faiss_info, "bm25": bm25_info, "seconds": seconds,
         **state.get("extra", {}),

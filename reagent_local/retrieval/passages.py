@@ -1,7 +1,8 @@
 """Passages: the unit that is embedded, indexed and handed to the agents.
 
 A passage id is ``f"{title}#{n}"`` where n is the passage's position in its
-document (0 for the first). The knowledge graph cites infobox facts as
+document (0 for the first); a passage of a folder of documents is ``f"{path}#{n}"``
+(its file's path from the folder), so files sharing a title keep stable, distinct ids. The knowledge graph cites infobox facts as
 ``f"{title}#0"``, so the first passage of a page must keep n = 0.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..origin import Origin
+
 TARGET_WORDS = 100
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -17,11 +20,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 @dataclass(frozen=True)
 class Passage:
-    """A titled piece of text with a stable id."""
+    """A titled piece of text with a stable id; passages of a folder also say where they come from."""
 
     id: str
     title: str
     text: str
+    origin: Origin | None = None
 
 
 def passage_id(title: str, n: int) -> str:

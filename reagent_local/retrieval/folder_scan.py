@@ -1,0 +1,235 @@
+"""Which files of a folder an index reads: a recursive walk with globs, hidden files and links left out.
+
+``scan(root, include, exclude)`` lists the candidate files in path order (never following a
+link: one that leads outside the folder is named as skipped, one inside is skipped because
+its target is read where it is) and the entries it left out, with the reason. A pattern
+without ``/`` matches a file or folder name at any depth (``*.md``, ``drafts``); one with
+``/`` matches the path from the folder, where ``**`` crosses folders (``docs/**/*.md``).
+Whether a file is binary is decided when it is read (its first bytes), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Sequence
+
+MAX_FILE_BYTES = 100 * 1024 * 1024  # larger files are skipped: a log or a data dump, not a document
+KINDS = {".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown", ".mdx": "markdown",
+         ".html": "html", ".htm": "html", ".xhtml": "html", ".pdf": "pdf"}
+# read as plain text when they are text; these are never text, so they are skipped unread
+BINARY_SUFFIXES = frozenset(
+    ".png .jpg .jpeg .gif .bmp .ico .webp .tif .tiff .psd .mp3 .mp4 .wav .ogg .flac .mov .avi .mkv .webm "
+    ".zip .gz .tgz .bz2 .xz .zst .7z .rar .tar .whl .jar .so .dylib .dll .exe .o .a .pyc .class .bin .gguf "
+    ".npy .npz .pt .onnx .faiss .duckdb .db .sqlite .parquet .woff .woff2 .ttf .otf .eot .doc .docx .xls .xlsx "
+    ".ppt .pptx .odt .epub".split())
+# why an entry was left out; the reasons marked named are listed file by file, the others only counted
+REASONS = {
+    "hidden": "hidden",
+    "excluded": "excluded by --include/--exclude",
+    "binary": "binary",
+    "link-outside": "a link leading outside the folder (not followed)",
+    "link": "a link inside the folder (its target is read where it is)",
+    "special": "not a regular file",
+    "too-large": f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB",
+    "empty": "no text",
+    "no-text-pdf": "a PDF without text (scanned? it needs OCR first)",
+    "encrypted": "an encrypted PDF",
+    "damaged": "a damaged PDF",
+    "unreadable": "unreadable",
+    "vanished": "removed during the build",
+}
+NAMED = frozenset({"link-outside", "too-large", "no-text-pdf", "encrypted", "damaged", "unreadable", "vanished"})
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A candidate file: its path from the folder (POSIX), its absolute path, kind, size and mtime."""
+
+    rel: str
+    path: Path
+    kind: str  # markdown | html | pdf | text (text: read when its bytes are text)
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Skip:
+    """An entry left out, why (a key of REASONS) and, for some, a detail (the link's target, the error)."""
+
+    rel: str
+    reason: str
+    detail: str = ""
+
+    def line(self) -> str:
+        """``notes/x.pdf: an encrypted PDF (detail)``."""
+        return f"{self.rel}: {REASONS.get(self.reason, self.reason)}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass
+class Scan:
+    """What a walk found: the folder, its candidate files in path order, what it left out."""
+
+    root: Path
+    files: list[FileEntry] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    single: bool = False  # the source was one file, not a folder
+
+    def fingerprint(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> str:
+        """A sha256 of the listing (paths, sizes, mtimes) and the patterns: equal listings, equal builds to resume."""
+        digest = hashlib.sha256(f"{self.root}\0{list(include)}\0{list(exclude)}\n".encode())
+        for entry in self.files:
+            digest.update(f"{entry.rel}\0{entry.size}\0{entry.mtime_ns}\n".encode())
+        return digest.hexdigest()
+
+
+DOCUMENT_SUFFIXES = frozenset(KINDS) | {".txt", ".text", ".rst"}
+
+
+def is_document(path: Path) -> bool:
+    """A source read as documents: a folder, or one file named like Markdown, text, HTML or PDF."""
+    return path.is_dir() or path.suffix.lower() in DOCUMENT_SUFFIXES
+
+
+def kind_of(name: str) -> str:
+    """The reader for a file name: markdown, html, pdf, binary (by suffix) or text (decided by its bytes)."""
+    suffix = PurePosixPath(name.lower()).suffix
+    if suffix in KINDS:
+        return KINDS[suffix]
+    return "binary" if suffix in BINARY_SUFFIXES else "text"
+
+
+@lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    """A glob as a regular expression over a POSIX path: ``**`` any folders, ``*`` and ``?`` within a name."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape("["))
+                i += 1
+            else:
+                body = pattern[i + 1:end]
+                out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+                i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(pattern: str, rel: str) -> bool:
+    """Whether a glob matches a path from the folder (see the module's docstring)."""
+    pattern = pattern.strip()
+    pattern = pattern[2:] if pattern.startswith("./") else pattern
+    if "/" in pattern.rstrip("/"):
+        return bool(_pattern(pattern.strip("/")).match(rel))
+    regex = _pattern(pattern.rstrip("/"))
+    return any(regex.match(part) for part in rel.split("/"))
+
+
+def selected(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """A file is read when it matches an include pattern (or none is given) and no exclude pattern."""
+    if include and not any(matches(p, rel) for p in include):
+        return False
+    return not any(matches(p, rel) for p in exclude)
+
+
+def _inside(target: str, root: Path) -> bool:
+    try:
+        return os.path.commonpath([target, str(root)]) == str(root)
+    except ValueError:  # another drive
+        return False
+
+
+def scan(source: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Scan:
+    """The candidate files of a folder (or of one file) and what was left out, in path order."""
+    source = Path(source).expanduser()
+    if source.is_file():  # one file given by name: read it whatever its name
+        root = source.resolve().parent
+        found = Scan(root=root, single=True)
+        _consider(found, source.resolve(), source.resolve().name, os.stat(source.resolve()), include=(), exclude=())
+        return found
+    root = source.resolve()
+    found = Scan(root=root)
+    _walk(found, root, "", include, exclude)
+    return found
+
+
+def _walk(found: Scan, folder: Path, prefix: str, include: Sequence[str], exclude: Sequence[str]) -> None:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        found.skipped.append(Skip(prefix.rstrip("/") or ".", "unreadable", exc.strerror or str(exc)))
+        return
+    for entry in entries:
+        rel = prefix + entry.name
+        if entry.name.startswith("."):
+            found.skipped.append(Skip(rel, "hidden"))
+            continue
+        if entry.is_symlink():
+            target = os.path.realpath(entry.path)
+            inside = _inside(target, found.root)
+            found.skipped.append(Skip(rel, "link" if inside else "link-outside", "" if inside else f"-> {target}"))
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            found.skipped.append(Skip(rel, "vanished"))
+            continue
+        except OSError as exc:
+            found.skipped.append(Skip(rel, "unreadable", exc.strerror or str(exc)))
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            if exclude and any(matches(p, rel) for p in exclude if "/" not in p.rstrip("/")):
+                found.skipped.append(Skip(rel, "excluded"))
+                continue
+            _walk(found, Path(entry.path), rel + "/", include, exclude)
+            continue
+        _consider(found, Path(entry.path), rel, info, include, exclude)
+
+
+def _consider(found: Scan, path: Path, rel: str, info: os.stat_result, include: Sequence[str],
+              exclude: Sequence[str]) -> None:
+    """Add one file to the candidates, or to the skipped entries with its reason."""
+    if not stat.S_ISREG(info.st_mode):
+        found.skipped.append(Skip(rel, "special"))
+    elif not selected(rel, include, exclude):
+        found.skipped.append(Skip(rel, "excluded"))
+    elif info.st_size > MAX_FILE_BYTES:
+        found.skipped.append(Skip(rel, "too-large", f"{info.st_size:,} bytes"))
+    elif kind_of(rel) == "binary":
+        found.skipped.append(Skip(rel, "binary"))
+    else:
+        found.files.append(FileEntry(rel, path, kind_of(rel), info.st_size, info.st_mtime_ns))
+
+
+def counts(skipped: Sequence[Skip]) -> dict[str, int]:
+    """Skipped entries counted by reason, in REASONS' order."""
+    tally = {reason: 0 for reason in REASONS}
+    for skip in skipped:
+        tally[skip.reason] = tally.get(skip.reason, 0) + 1
+    return {reason: n for reason, n in tally.items() if n}
+
+
+def summary(skipped: Sequence[Skip]) -> str:
+    """``2 hidden, 1 binary, 1 an encrypted PDF``: the counts by reason in words ('' when none)."""
+    return ", ".join(f"{n} {REASONS.get(reason, reason)}" for reason, n in counts(skipped).items())
