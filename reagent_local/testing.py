@@ -199,3 +199,43 @@ class InMemoryKG:
         """Triples whose subject is named in the question."""
         low = question.lower()
         return [t for t in self.triples if t.subject.lower() in low][:k]
+
+
+def _pdf_string(text: str) -> str:
+    return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
+
+
+def text_pdf(pages: Sequence[str], *, title: str | None = None) -> bytes:
+    """A small valid PDF whose pages show these texts (Helvetica, a line per line); an empty page has no text.
+
+    Written by hand, so tests and scripts need no PDF writer: a page of "" draws a line
+    and nothing else, as a scanned page looks to a text extractor.
+    """
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>", "", "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    kids = []
+    for text in pages:
+        if text.strip():
+            body = "\n".join(f"{_pdf_string(line)} Tj T*" for line in text.split("\n"))
+            stream = f"BT /F1 11 Tf 14 TL 72 740 Td\n{body}\nET"
+        else:
+            stream = "0 0 m 200 200 l S"
+        objects.append(f"<< /Length {len(stream.encode('latin-1'))} >>\nstream\n{stream}\nendstream")
+        kids.append(len(objects) + 1)
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+                       f"/Contents {len(objects)} 0 R >>")
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>"
+    info = None
+    if title is not None:
+        objects.append(f"<< /Title {_pdf_string(title)} >>")
+        info = len(objects)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets).encode()
+    trailer = f"<< /Size {len(objects) + 1} /Root 1 0 R" + (f" /Info {info} 0 R" if info else "") + " >>"
+    out += f"trailer\n{trailer}\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)

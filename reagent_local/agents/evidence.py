@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..dates import YEAR
+from ..origin import Origin
 from ..text import NUMBER_WORDS, digits_for_number_words, is_yes_no_value, normalize
 
 _INSTRUCTION = re.compile(
@@ -26,13 +27,14 @@ UNKNOWN = {"unknown", "none", "n/a", "no answer", "not found", "not mentioned", 
 
 @dataclass(frozen=True)
 class EvidencePassage:
-    """One passage as an agent sees it: id, title, text cut to the prompt budget, score."""
+    """One passage as an agent sees it: id, title, text cut to the prompt budget, score, and where it comes from."""
 
     id: str
     title: str
     text: str
     score: float
     suspicious: bool = False
+    origin: Origin | None = None  # file, heading, page or lines (passages of a folder of documents)
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,8 @@ class RetrieverAgent:
         else:
             text = flatten(hit.passage.text, self.passage_chars)
         return EvidencePassage(hit.passage.id, hit.passage.title, text, float(hit.score),
-                               suspicious=looks_like_instruction(hit.passage.text))
+                               suspicious=looks_like_instruction(hit.passage.text),
+                               origin=getattr(hit.passage, "origin", None))
 
     def gather(self, question: str, found: Sequence[EvidencePassage], *, own: int = 4, limit: int = 6,
                seen: Iterable[str] = ()) -> Evidence:

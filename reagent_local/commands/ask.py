@@ -43,6 +43,11 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         click.echo(f"  {number}. {sub.question}\n     -> {sub.answer}{flag}   [{titles}]")
     mark = click.style(" (uncertain: " + answer.uncertain_reason + ")", fg="yellow") if answer.uncertain else ""
     click.echo(click.style("Answer: ", bold=True) + answer.answer + mark)
+    sources = answer.sources()
+    if sources:
+        click.echo(click.style("Sources:", bold=True))
+        for number, line in enumerate(sources, 1):
+            click.echo(f"  [{number}] {line}")
     if answer.rules_fired:
         click.echo(click.style("rules: " + ", ".join(answer.rules_fired), dim=True))
     click.echo(click.style(answer.account_line(), dim=True))

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..retrieval.dense import FAISS_TYPES
+from ..retrieval.folder_build import DOCS
 from ..retrieval.readers import FORMATS
 from .common import config_from, echo_json, info, ray_option, ray_target, refuse_without_ray
 
@@ -16,12 +17,22 @@ def index() -> None:
     """Retrieval indexes: FAISS (dense) + BM25 (sparse) over passages."""
 
 
+_GLOBS = ("Globs over paths from the folder: without '/' a file or folder name at any depth (*.md, drafts), "
+          "with '/' the path (docs/**/*.md). Repeatable.")
+
+
 @index.command(name="build")
-@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path))
 @click.option("--name", required=True, help="Index name (letters, digits, -, _, .).")
-@click.option("--format", "fmt", type=click.Choice(("auto", *FORMATS)), default="auto", show_default=True,
-              help="How to read SOURCE: a MediaWiki dump, JSONL or a JSON array of {title,text}, DPR TSV, or a benchmark file.")
-@click.option("--limit", type=int, default=None, help="Keep only the first N documents (articles, lines, rows, paragraphs).")
+@click.option("--format", "fmt", type=click.Choice(("auto", DOCS, *FORMATS)), default="auto", show_default=True,
+              help="How to read SOURCE: a folder or file of Markdown, text, HTML and PDF documents (docs), a MediaWiki "
+                   "dump, JSONL or a JSON array of {title,text}, DPR TSV, or a benchmark file.")
+@click.option("--include", multiple=True, metavar="GLOB", help="Folders: read only matching files. " + _GLOBS)
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Folders: leave matching files and folders out. " + _GLOBS)
+@click.option("--update", is_flag=True,
+              help="Folders: bring index NAME up to date (new, changed and deleted files; only new text is embedded).")
+@click.option("--limit", type=int, default=None,
+              help="Keep only the first N documents (articles, lines, rows, paragraphs, files).")
 @click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), default="auto", show_default=True,
               help="Dense index: exact (flat), approximate graph (hnsw), compressed (ivfpq), or chosen by corpus size.")
 @click.option("--no-kg", is_flag=True, help="Do not extract the infobox knowledge graph from a dump.")
@@ -32,26 +43,53 @@ def index() -> None:
               help="With --ray: pages of a dump (documents of other formats) per shard [default: 1000].")
 @click.option("--ray-workers", type=int, default=None, metavar="N",
               help="With --ray: shard workers (one embedding thread each) [default: the cluster's CPUs].")
-def build_cmd(source: Path, name: str, fmt: str, limit: int | None, faiss_type: str, no_kg: bool,
-              force: bool, quiet: bool, ray_address: str | None, shard_size: int | None,
-              ray_workers: int | None) -> None:
+def build_cmd(source: Path, name: str, fmt: str, include: tuple[str, ...], exclude: tuple[str, ...], update: bool,
+              limit: int | None, faiss_type: str, no_kg: bool, force: bool, quiet: bool, ray_address: str | None,
+              shard_size: int | None, ray_workers: int | None) -> None:
     """Build index NAME from SOURCE; an interrupted build resumes when run again.
 
-    With --ray, Ray workers read, chunk and embed shards of SOURCE (each kept as it
-    finishes, so a build resumes shard by shard), merged into the same index.
+    SOURCE may be a folder (read recursively; hidden and binary files are skipped) or one
+    file of Markdown, text, HTML or PDF: passages follow headings and pages and carry
+    their file, heading and page or lines. With --ray, Ray workers read, chunk and embed
+    shards of SOURCE (each kept as it finishes, so a build resumes shard by shard), merged
+    into the same index.
     """
     options = dict(fmt=fmt, limit=limit, kg=not no_kg, force=force, progress=not quiet, faiss_type=faiss_type, log=info)
+    if include or exclude or update:
+        options.update(include=include, exclude=exclude, update=update)
     if ray_address is None:
         refuse_without_ray(shard_size=shard_size, ray_workers=ray_workers)
         from ..retrieval import build_index
 
         path = build_index(source, name, config_from(), **options)
     else:
+        if include or exclude or update or source.is_dir():
+            raise click.UsageError("--ray reads dumps and corpus files; build a folder of documents without --ray")
         from ..cluster import build_index_ray
 
         path = build_index_ray(source, name, config_from(), address=ray_target(ray_address), workers=ray_workers,
                                **({"shard_size": shard_size} if shard_size is not None else {}), **options)
     info(f"built {path}")
+    _print_info(name)
+
+
+@index.command(name="update")
+@click.argument("name")
+@click.option("--include", multiple=True, metavar="GLOB", help="Replace the recorded include globs. " + _GLOBS)
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Replace the recorded exclude globs. " + _GLOBS)
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def update_cmd(name: str, include: tuple[str, ...], exclude: tuple[str, ...], quiet: bool) -> None:
+    """Bring index NAME up to date with the folder it was built from.
+
+    New files are read, changed ones (by content hash) read again, deleted ones dropped;
+    only text the index does not hold yet is embedded. The old index answers until the
+    new one is swapped in.
+    """
+    from ..retrieval import update_index
+
+    path = update_index(name, config_from(), include=include or None, exclude=exclude or None, progress=not quiet,
+                        log=info)
+    info(f"updated {path}")
     _print_info(name)
 
 
@@ -109,6 +147,29 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def folder_lines(m: dict) -> list[str]:
+    """`index info` lines of an index of a folder: files read and skipped, the last update."""
+    folder = m.get("folder")
+    if not folder:
+        return []
+    from ..retrieval.folder_scan import REASONS
+
+    skipped = ", ".join(f"{n} {REASONS.get(r, r)}" for r, n in (folder.get("skipped") or {}).items()) or "none"
+    globs = "  ".join([*(f"--include {g}" for g in folder.get("include") or ()),
+                       *(f"--exclude {g}" for g in folder.get("exclude") or ())])
+    out = [f"folder     {folder.get('files')} files read, {folder.get('passages')} passages"
+           + (f"  ({globs})" if globs else ""), f"skipped    {skipped}"]
+    out += [f"             {s['path']}: {REASONS.get(s['reason'], s['reason'])}" + (f" ({s['detail']})" if s.get("detail") else "")
+            for s in folder.get("skipped_files") or [] if s["reason"] not in ("binary", "empty")]
+    update = m.get("update")
+    if update:
+        files, passages = update.get("files") or {}, update.get("passages") or {}
+        out.append(f"updated    {files.get('added', 0)} files added, {files.get('changed', 0)} changed, "
+                   f"{files.get('deleted', 0)} deleted, {files.get('unchanged', 0)} unchanged; "
+                   f"{passages.get('embedded', 0)} passages embedded, {passages.get('vectors_reused', 0)} vectors reused")
+    return out
+
+
 def _print_info(name: str, as_json: bool = False) -> None:
     from ..retrieval.layout import folder_size, read_manifest, resolve_index
 
@@ -133,6 +194,7 @@ def _print_info(name: str, as_json: bool = False) -> None:
         + "  ".join(f"{k} {v} s" for k, v in (m.get("seconds") or {}).items()),
         "versions   " + "  ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items()),
     ]
+    lines.extend(folder_lines(m))
     cluster = m.get("cluster")
     if cluster:
         lines.append(f"ray        {cluster.get('shards')} shards ({cluster.get('shard_kind')}, {cluster.get('shard_size')} a shard) "
@@ -147,5 +209,5 @@ def _print_info(name: str, as_json: bool = False) -> None:
         if len(ranked) > _KG_SHOWN:
             lines.append(f"             ... {len(ranked) - _KG_SHOWN} more relations (all of them with --json)")
     else:
-        lines.append("kg         none")
+        lines.append("kg         none" + (" (folders of documents have none)" if m.get("format") == DOCS else ""))
     click.echo("\n".join(lines))

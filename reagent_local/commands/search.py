@@ -35,7 +35,8 @@ def search(query: str, index_name: str | None, k: int | None, mode: str | None, 
         hits = index.search(query, k=r.top_k, mode=r.mode)
     if as_json:
         echo_json([{"rank": h.rank, "id": h.passage.id, "title": h.passage.title, "score": h.score,
-                    "text": h.passage.text} for h in hits])
+                    "text": h.passage.text, **({"origin": h.passage.origin.to_dict()} if h.passage.origin else {})}
+                   for h in hits])
         return
     if not hits:
         click.echo(f"no passages matched in {r.mode} mode")
@@ -44,6 +45,8 @@ def search(query: str, index_name: str | None, k: int | None, mode: str | None, 
         if chars and len(text) > chars:
             text = text[:chars].rstrip() + "..."
         click.echo(f"{h.rank}. {h.passage.title}  [{h.passage.id}]  score {h.score:.4f}")
+        if h.passage.origin is not None:
+            click.echo(f"   {h.passage.origin.label()}")
         click.echo(f"   {text}")
 
 

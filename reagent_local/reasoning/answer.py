@@ -5,14 +5,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ..origin import Origin
+
 
 @dataclass(frozen=True)
 class PassageRef:
-    """A passage cited as evidence."""
+    """A passage cited as evidence; ``origin``: its file, heading and page or lines (folders of documents)."""
 
     id: str
     title: str
     text: str = ""
+    origin: Origin | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Id and title, and the origin when the passage has one (what `ask --json` lists)."""
+        out: dict[str, Any] = {"id": self.id, "title": self.title}
+        if self.origin is not None:
+            out["origin"] = self.origin.to_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -58,9 +68,9 @@ class Answer:
         data = asdict(self)
         data["seconds"] = round(self.seconds, 3)
         data["llm_seconds"] = round(self.llm_seconds, 3)
-        for sub in data["subquestions"]:
-            sub["passages"] = [{"id": p["id"], "title": p["title"]} for p in sub["passages"]]
-        data["passages"] = [{"id": p["id"], "title": p["title"]} for p in data["passages"]]
+        for sub, result in zip(data["subquestions"], self.subquestions):
+            sub["passages"] = [p.to_dict() for p in result.passages]
+        data["passages"] = [p.to_dict() for p in self.passages]
         return data
 
     @classmethod
@@ -69,7 +79,8 @@ class Answer:
         texts = texts or {}
 
         def refs(items: Any) -> tuple[PassageRef, ...]:
-            return tuple(PassageRef(p["id"], p["title"], texts.get(p["id"], "")) for p in items or ())
+            return tuple(PassageRef(p["id"], p["title"], texts.get(p["id"], ""), Origin.from_dict(p.get("origin")))
+                         for p in items or ())
 
         values: dict[str, Any] = {}
         for spec in fields(cls):
@@ -85,6 +96,10 @@ class Answer:
                 value = tuple(value)
             values[spec.name] = value
         return cls(**values)
+
+    def sources(self) -> list[str]:
+        """One line per cited passage that says where it is (file, heading, page or lines); [] without origins."""
+        return [p.origin.label() for p in self.passages if p.origin is not None]
 
     def account_line(self) -> str:
         """One line: calls, tokens, seconds, backtracks, run id."""

@@ -18,14 +18,14 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         reason = "a step could not be verified" if not is_unknown(final) else "no answer found"
     subs, cited = [], {}  # cited: by passage id, first citation first
     for step in run.steps:
-        refs = tuple(PassageRef(p.id, p.title, p.text) for p in step.cited)
+        refs = tuple(PassageRef(p.id, p.title, p.text, p.origin) for p in step.cited)
         for ref in refs:
             cited.setdefault(ref.id, ref)
         facts = tuple(f.text for f in step.evidence.facts) if step.evidence else ()
         subs.append(SubQuestionResult(step.question or step.sub.text, step.answer or "unknown", refs,
                                       step.uncertain, facts))
     for p in run.fallback_cited:
-        cited.setdefault(p.id, PassageRef(p.id, p.title, p.text))
+        cited.setdefault(p.id, PassageRef(p.id, p.title, p.text, p.origin))
     team = run.team
     answer = Answer(
         question=run.question, answer=final, run_id=run.ws.run_id, subquestions=tuple(subs),

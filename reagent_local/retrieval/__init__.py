@@ -2,7 +2,8 @@
 
 Public API::
 
-    build_index(source, name, config, ...) -> Path
+    build_index(source, name, config, ...) -> Path     # a dump, a corpus file, or a folder of documents
+    update_index(name, config, ...) -> Path            # an index of a folder brought up to date
     Index.open(name_or_path, config).search(query, k, mode) -> list[Hit]
     list_indexes(config), benchmark_index_name(path)
 """
@@ -11,5 +12,6 @@ from .build import build_index
 from .index import Hit, Index
 from .layout import benchmark_index_name, list_indexes
 from .passages import Passage
+from .update import update_index
 
-__all__ = ["Hit", "Index", "Passage", "benchmark_index_name", "build_index", "list_indexes"]
+__all__ = ["Hit", "Index", "Passage", "benchmark_index_name", "build_index", "list_indexes", "update_index"]

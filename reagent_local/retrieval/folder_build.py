@@ -168,6 +168,8 @@ class FolderStep:
         if previous is not None:
             seen = set(tally.added) | set(tally.changed) | set(tally.unchanged)
             tally.deleted = sorted(set(previous.files) - seen)
+        left_out = f"; skipped {summary(tally.skipped)}" if tally.skipped else ""
+        self.log(f"read {documents} file{'s' if documents != 1 else ''} of {self.scan.root} into {count} passages{left_out}")
         return tally, documents, count
 
     def _add(self, writer: PassageWriter, entry, previous: Previous | None, tally: Tally) -> Skip | None:

@@ -68,7 +68,7 @@ def status(request: Request) -> JSONResponse:
 
 def _answer_data(answer: Answer) -> dict[str, Any]:
     return {"answer": answer.to_dict(),
-            "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in answer.passages]}
+            "passages": [{**p.to_dict(), "text": p.text} for p in answer.passages]}  # origin: folders of documents
 
 
 async def ask(request: Request) -> Response:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core import events as ev
 from ..core.log import Checkpoint, Event, EventLog
+from ..origin import Origin
 from .describe import summarize
 from .model import (
     AGENT_ORDER, DISCARDED, HELD, RETRACTED, CheckpointMark, ConflictSet, Entry, FinalAnswer, Item, LLMCallInfo,
@@ -145,8 +146,10 @@ class _Builder:
             pid = str(p.get("id"))
             item.passages.append(pid)
             if pid not in self.passages:
+                origin = Origin.from_dict(p.get("origin"))
                 self.passages[pid] = Passage(id=pid, title=str(p.get("title", "")), text=str(p.get("text", "")),
-                                             score=p.get("score"), suspicious=bool(p.get("suspicious")))
+                                             score=p.get("score"), suspicious=bool(p.get("suspicious")),
+                                             origin=origin.to_dict() if origin else None)
         if not item.passages:
             item.passages = [pid for s in body.statements for pid, _ in s.provenance]
 

@@ -156,6 +156,7 @@ class Passage:
     text: str
     score: float | None
     suspicious: bool
+    origin: dict[str, Any] | None = None  # Origin.to_dict(): file, heading, page or lines, label (folders)
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,8 @@ def final_block(trace: Trace) -> Group:
             p = trace.passages.get(pid)
             body = (Text(f"{clean(p.title, 40)}: {clean(p.text, 200)}") if p
                     else Text("(text not in the log)", style="dim"))
+            if p and p.origin:
+                body = Text(f"{clean(p.origin.get('label', ''), 160)}\n", style="magenta").append(body)
             rows.append((Text(f"[{clean(pid, 40)}]", style="cyan"), body))
         parts.append(_indented(rows))
     return Group(*parts)

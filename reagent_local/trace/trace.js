@@ -248,6 +248,7 @@
     var head = add(box, el("div", "ptitle", p ? p.title : pid));
     add(head, el("span", "small", "  " + pid + (score !== null && score !== undefined ? "  score " + fmt(score, 3) : "") +
       (p && p.suspicious ? "  flagged: reads like an instruction" : "")));
+    if (p && p.origin && p.origin.label) add(box, el("div", "porigin", p.origin.label));
     add(box, el("p", "ptext", p ? p.text : "(the text of this passage is not in the log)"));
     return box;
   }

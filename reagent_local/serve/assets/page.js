@@ -106,6 +106,7 @@
     data.passages.forEach(function (p) {
       var li = list.appendChild(el("li"));
       li.appendChild(el("div", "passage-title", p.title));
+      if (p.origin && p.origin.label) li.appendChild(el("div", "passage-origin", p.origin.label));
       li.appendChild(el("p", "passage-text", p.text));
     });
     if (!data.passages.length) list.appendChild(el("li", null, "No passage was cited."));
