@@ -17,7 +17,7 @@ from rich.console import Console
 
 from reagent_local.core.log import EventLog
 from reagent_local.errors import IndexBuildError
-from reagent_local.origin import Origin
+from reagent_local.retrieval.passages import Origin
 from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.reasoning.wiring import open_kg
 from reagent_local.retrieval import Index, build_index

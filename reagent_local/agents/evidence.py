@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..dates import YEAR
-from ..origin import Origin
+from ..retrieval.passages import Origin
 from ..text import NUMBER_WORDS, digits_for_number_words, is_yes_no_value, normalize
 
 _INSTRUCTION = re.compile(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..origin import Origin
+from ..retrieval.passages import Origin
 
 
 @dataclass(frozen=True)

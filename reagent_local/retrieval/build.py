@@ -50,7 +50,8 @@ STATE = "build-state.json"
 # called as step(source=, fmt=, limit=, folder=, key=, report=) -> (documents, passages, manifest extra).
 # reagent_local.cluster passes one that runs the reading and embedding on Ray workers.
 PassageStep = Callable[..., tuple[int, int, dict]]
-_VERSIONED = ("faiss-cpu", "bm25s", "PyStemmer", "sentence-transformers", "torch", "duckdb", "mwparserfromhell", "numpy")
+_VERSIONED = ("faiss-cpu", "bm25s", "PyStemmer", "sentence-transformers", "torch", "duckdb", "mwparserfromhell", "numpy",
+              "markdown-it-py", "pypdf")
 
 
 def library_versions() -> dict[str, str]:

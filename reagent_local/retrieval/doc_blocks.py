@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from html.parser import HTMLParser
-
-from markdown_it import MarkdownIt
+from typing import Any
 
 _TAG = re.compile(r"<[^>]*>")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -65,7 +65,14 @@ def _clean_inline(text: str) -> str:
     return " ".join(_TAG.sub("", text).split())
 
 
-_MARKDOWN = MarkdownIt("commonmark").enable("table")
+@cache
+def _markdown() -> Any:
+    """The Markdown parser: CommonMark with tables (imported on first use)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
 _BLOCK_OPENERS = {"paragraph_open", "bullet_list_open", "ordered_list_open", "blockquote_open", "table_open"}
 
 
@@ -78,7 +85,7 @@ def markdown_blocks(source: str) -> Parsed:
         title = found.group(1).strip() if found else None
         source = "\n" * front.group(0).count("\n") + source[front.end():]  # keep the line numbers
     lines = source.split("\n")
-    tokens = _MARKDOWN.parse(source)
+    tokens = _markdown().parse(source)
     path = HeadingPath()
     blocks: list[Block] = []
     for i, token in enumerate(tokens):

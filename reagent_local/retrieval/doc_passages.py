@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ..origin import Origin
+from .passages import Origin
 from .doc_blocks import Block, Parsed, html_blocks, markdown_blocks, text_blocks
 from .passages import TARGET_WORDS, split_passages
 from .pdf_text import Unreadable, pdf_blocks

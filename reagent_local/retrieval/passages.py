@@ -1,21 +1,73 @@
 """Passages: the unit that is embedded, indexed and handed to the agents.
 
+A passage of a folder of documents carries an ``Origin``: its file (relative to the
+folder), the headings it sits under and its page (PDF) or lines; the retriever hands it
+on, the log keeps it with the evidence, and ``ask``, the trace and ``serve`` print it.
+
 A passage id is ``f"{title}#{n}"`` where n is the passage's position in its
 document (0 for the first); a passage of a folder of documents is ``f"{path}#{n}"``
-(its file's path from the folder), so files sharing a title keep stable, distinct ids. The knowledge graph cites infobox facts as
-``f"{title}#0"``, so the first passage of a page must keep n = 0.
+(its file's path from the folder), so files sharing a title keep stable, distinct ids.
+The knowledge graph cites infobox facts as ``f"{title}#0"``, so the first passage of a
+page must keep n = 0.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from ..origin import Origin
+from typing import Any, Mapping
 
 TARGET_WORDS = 100
+HEADING_SEPARATOR = " > "
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A passage's place: file path (POSIX, relative to the indexed folder), heading path, page or lines."""
+
+    path: str
+    heading: tuple[str, ...] = ()
+    page: int | None = None  # 1-based PDF page
+    lines: tuple[int, int] | None = None  # 1-based, inclusive
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "heading", tuple(str(h) for h in self.heading))
+        if self.lines is not None:
+            object.__setattr__(self, "lines", (int(self.lines[0]), int(self.lines[1])))
+
+    def place(self) -> str:
+        """The page or the lines: ``page 2``, ``lines 9-22``, ``line 4`` ('' when neither is known)."""
+        if self.page is not None:
+            return f"page {self.page}"
+        if self.lines is not None:
+            first, last = self.lines
+            return f"line {first}" if first == last else f"lines {first}-{last}"
+        return ""
+
+    def label(self) -> str:
+        """One line a user can open: ``docs/retrieval.md § Retrieval > Use it, lines 9-22``."""
+        text = self.path
+        if self.heading:
+            text += " § " + HEADING_SEPARATOR.join(self.heading)
+        place = self.place()
+        return f"{text}, {place}" if place else text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: path, heading (a list), page, lines ([first, last] or null) and the label."""
+        return {"path": self.path, "heading": list(self.heading), "page": self.page,
+                "lines": list(self.lines) if self.lines else None, "label": self.label()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "Origin | None":
+        """An Origin read back from ``to_dict`` (or a logged payload); None for None or no path."""
+        if not data or not data.get("path"):
+            return None
+        lines = data.get("lines")
+        return cls(path=str(data["path"]), heading=tuple(data.get("heading") or ()),
+                   page=int(data["page"]) if data.get("page") is not None else None,
+                   lines=(int(lines[0]), int(lines[1])) if lines else None)
 
 
 @dataclass(frozen=True)

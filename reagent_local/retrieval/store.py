@@ -23,7 +23,7 @@ from typing import Any, Iterator, Sequence
 
 import duckdb
 
-from ..origin import Origin
+from .passages import Origin
 from .passages import Passage
 
 FILENAME = "passages.duckdb"
