@@ -127,7 +127,9 @@ def test_ask_with_a_scripted_model_cites_the_pdfs_page_two(built, tmp_path):
     assert trace.passages["papers/birds.pdf#1"].origin["label"] == "papers/birds.pdf, page 2"
     console = Console(record=True, width=160)
     render(trace, console)
-    assert "papers/birds.pdf, page 2" in console.export_text()
+    shown = console.export_text()
+    assert "papers/birds.pdf, page 2" in shown  # the supporting passage
+    assert "papers/birds.pdf p. 2" in shown  # the retriever's message in the timeline
     assert "papers/birds.pdf, page 2" in render_html(trace)
 
 

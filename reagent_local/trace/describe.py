@@ -35,6 +35,16 @@ def _step(step: int | None) -> str:
     return f" step {step + 1}" if step is not None else ""
 
 
+def _passage_name(passage: Mapping[str, Any]) -> str:
+    """A passage in a one-line summary: its title, or for a passage of a folder its file and page or lines."""
+    origin = passage.get("origin")
+    if isinstance(origin, Mapping) and origin.get("path"):
+        place = f"p. {origin['page']}" if origin.get("page") is not None else (
+            f"l. {origin['lines'][0]}-{origin['lines'][1]}" if origin.get("lines") else "")
+        return clean(f"{origin['path']} {place}".strip(), 60)
+    return clean(passage.get("title", ""), 40)
+
+
 def _message(m: ev.Message) -> str:
     body: Mapping[str, Any] = m.payload
     head = f"{m.kind} → {', '.join(m.recipients) or '?'}"
@@ -43,7 +53,7 @@ def _message(m: ev.Message) -> str:
         subs = "; ".join(f"{i}. {clean(q, 70)}" for i, q in enumerate(body["subquestions"], 1))
         return f"{head}: sub-questions {subs}"
     if "passages" in body:
-        titles = ", ".join(clean(x.get("title", ""), 40) for x in body["passages"]) or "none"
+        titles = ", ".join(_passage_name(x) for x in body["passages"]) or "none"
         step = body.get("step")
         where = f"step {step + 1}, " if isinstance(step, int) else ""
         line = f"{head}: {len(body['passages'])} passages ({where}query {quoted(body.get('query', ''), 70)}): {titles}"
