@@ -218,3 +218,31 @@ def test_the_cli_builds_a_folder_and_says_what_it_skipped(tmp_path):
     empty.mkdir()
     failed = _cli("index", "build", str(empty), "--name", "x", home=home)
     assert failed.returncode != 0 and "Traceback" not in failed.stderr and "is empty" in failed.stderr
+
+
+def test_serve_shows_where_every_cited_passage_is(built, tmp_path):
+    import httpx
+    from serve_support import running
+
+    from reagent_local.api import ReAgent
+    from reagent_local.serve import ServeSettings, Service
+    from reagent_local.serve.live import ObservedLog
+
+    config, _docs, _path, _lines = built
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["What is the secret of page two?"]}, schema="Decomposition")
+    llm.add_rule(answer_citing("blue heron"), schema="SubAnswer")
+    llm.add_rule({"answer": "the blue heron"}, schema="FinalAnswer")
+    pipeline = Pipeline(config, llm=llm, retriever=Index.open("docs", config), log=ObservedLog(tmp_path / "log.duckdb"))
+    service = Service(ReAgent(pipeline), ServeSettings(model="scripted", index="docs",
+                                                       allowed_hosts=("127.0.0.1", "localhost")))
+    with running(service) as server:
+        plain = httpx.post(server.url + "/api/ask", json={"question": "What is the secret of page two?"}, timeout=60)
+        with httpx.stream("POST", server.url + "/api/ask", timeout=60,
+                          json={"question": "What is the secret of page two?", "stream": True}) as response:
+            lines = [line for line in response.iter_lines() if line.startswith("data:")]
+    origins = {p["id"]: p.get("origin") for p in plain.json()["passages"]}
+    assert origins["papers/birds.pdf#1"]["label"] == "papers/birds.pdf, page 2"
+    page = json.loads(lines[-1][5:])  # the answer event: what the page draws, passage text included
+    [pdf] = [p for p in page["passages"] if p["id"] == "papers/birds.pdf#1"]
+    assert pdf["origin"]["page"] == 2 and pdf["text"] == PDF_PAGE_2
