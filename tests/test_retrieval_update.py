@@ -182,3 +182,30 @@ def test_a_sigkill_during_an_update_leaves_the_old_index_answering(tmp_path):
     path = update_index("docs", config, progress=False)  # the next update finishes the job
     assert "new.md#0" in _snapshot(path) and "notes.txt#0" not in _snapshot(path)
     assert interrupted_builds(config) == []
+
+
+@pytest.mark.parametrize("faiss_type", ["hnsw", "ivfpq"])
+def test_an_update_reuses_the_vectors_of_hnsw_and_ivfpq_indexes(tmp_path, faiss_type):
+    docs = tmp_path / "many"
+    docs.mkdir()
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    paragraphs = [" ".join(f"{words[(i + j) % len(words)]}{i}" for j in range(60)) + "." for i in range(1100)]
+    (docs / "big.md").write_text("# Big\n\n" + "\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    (docs / "small.md").write_text("# Small\n\nA short page about kettles.\n", encoding="utf-8")
+    config = hash_config(tmp_path)
+    path = build_index(docs, "many", config, progress=False, faiss_type=faiss_type)
+    built = json.loads((path / "manifest.json").read_text())
+    assert built["faiss"]["type"] == faiss_type and (path / "vectors").is_dir() == (faiss_type == "ivfpq")
+    (docs / "small.md").write_text("# Small\n\nA short page about teapots.\n", encoding="utf-8")
+    embedder = Counting()
+    path = update_index("many", config, progress=False, embedder=embedder)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["faiss"]["type"] == faiss_type  # the type asked for at the build is kept
+    assert manifest["update"]["passages"]["embedded"] == 1 and len(embedder.texts) == 1
+    fresh = build_index(docs, "fresh", config, progress=False, faiss_type=faiss_type)
+    assert _snapshot(fresh) == _snapshot(path)
+    if faiss_type == "hnsw":
+        assert np.array_equal(_vectors(fresh), _vectors(path))
+    else:
+        kept = lambda p: np.concatenate([np.load(f) for f in sorted((p / "vectors").glob("*.npy"))])  # noqa: E731
+        assert np.array_equal(kept(fresh), kept(path))

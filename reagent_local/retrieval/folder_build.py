@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import IndexBuildError
 from .doc_passages import READER_VERSION, read_document
 from .embed import Embedder, HashEmbedder
-from .folder_scan import NAMED, Scan, Skip, counts, summary
+from .folder_scan import NAMED, FileEntry, Scan, Skip, counts, summary
 from .layout import MANIFEST, read_manifest
 from .passages import index_text
 from .pdf_text import Unreadable
@@ -172,7 +172,7 @@ class FolderStep:
         self.log(f"read {documents} file{'s' if documents != 1 else ''} of {self.scan.root} into {count} passages{left_out}")
         return tally, documents, count
 
-    def _add(self, writer: PassageWriter, entry, previous: Previous | None, tally: Tally) -> Skip | None:
+    def _add(self, writer: PassageWriter, entry: FileEntry, previous: Previous | None, tally: Tally) -> Skip | None:
         """Write one file's passages; the Skip when it is left out."""
         try:
             data = _read(entry.path)
