@@ -31,9 +31,9 @@ from ..paths import file_sha256, is_disk_full, unwritable_reason
 from ..version import __version__
 from .dense import ShardVectors, build_faiss, choose_type
 from .embed import Embedder, HashEmbedder, embedder_for
-from .folder_build import DOCS, FolderStep
-from .folder_scan import Scan, is_document, scan
-from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, read_manifest, validate_name
+from .folder_build import DOCS, FolderStep, check_updatable, scan_source
+from .folder_scan import Scan, is_document
+from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
 from .passages import TARGET_WORDS, index_text
 from .progress import Reporter, reporter
 from .readers import FORMATS, detect_format, document_passages, read_documents
@@ -203,7 +203,7 @@ def build_index(
         raise IndexBuildError(f"--limit must be at least 1, got {limit}")
     final = index_dir(config, name)
     if update:
-        _check_updatable(final)
+        check_updatable(final)
     else:
         _refuse_existing(final, force)
     if fmt == "auto":
@@ -244,7 +244,7 @@ def build_index(
         with build_lock(config, name, on_wait=waiting), reporter(progress) as report:
             recover(folder, final, STATE, report.note)
             if update:
-                _check_updatable(final)  # another process may have replaced it while this one waited
+                check_updatable(final)  # another process may have replaced it while this one waited
             else:
                 _refuse_existing(final, force)  # it may have been built while this process waited
             state = _load_state(folder, key, report)
@@ -282,27 +282,6 @@ def _disk_full(name: str, config: Config) -> IndexBuildError:
     return IndexBuildError(f"disk full while building index {name!r} in {config.paths.indexes}",
                            hint="free some space (the failed build's files were removed) and build again, "
                            "or set REAGENT_HOME to a larger disk")
-
-
-def scan_source(source: Path, include: Sequence[str], exclude: Sequence[str]) -> Scan:
-    """The files a folder build reads; an empty folder is refused here, before any work."""
-    listing = scan(source, include, exclude)
-    if not listing.files and not listing.skipped:
-        raise IndexBuildError(f"{listing.root} is empty: no files to read",
-                              hint="point at a folder of Markdown, text, HTML or PDF files")
-    return listing
-
-
-def _check_updatable(final: Path) -> None:
-    """An update replaces only an index built from a folder of documents."""
-    if not (final / MANIFEST).is_file():
-        return  # nothing to update: the update builds it
-    manifest = read_manifest(final)
-    if manifest.get("format") != DOCS:
-        source = (manifest.get("source") or {}).get("path", "its source")
-        raise IndexBuildError(f"index {final.name!r} was built from {source} read as {manifest.get('format')}, "
-                              "not from a folder of documents, so it cannot be updated",
-                              hint=f"rebuild it with `reagent index build SOURCE --name {final.name} --force`")
 
 
 def _refuse_existing(final: Path, force: bool) -> None:

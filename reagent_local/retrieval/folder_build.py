@@ -21,14 +21,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import IndexBuildError
 from .doc_passages import READER_VERSION, read_document
 from .embed import Embedder, HashEmbedder
-from .folder_scan import NAMED, FileEntry, Scan, Skip, counts, summary
+from .folder_scan import NAMED, FileEntry, Scan, Skip, counts, scan, summary
 from .layout import MANIFEST, read_manifest
 from .passages import index_text
 from .pdf_text import Unreadable
@@ -106,6 +106,27 @@ def _old_vectors(index: Path, target: Path) -> np.ndarray:
         out[start:start + size] = dense.reconstruct_n(start, size)
     out.flush()
     return out
+
+
+def scan_source(source: Path, include: Sequence[str], exclude: Sequence[str]) -> Scan:
+    """The files a folder build reads; an empty folder is refused here, before any work."""
+    listing = scan(source, include, exclude)
+    if not listing.files and not listing.skipped:
+        raise IndexBuildError(f"{listing.root} is empty: no files to read",
+                              hint="point at a folder of Markdown, text, HTML or PDF files")
+    return listing
+
+
+def check_updatable(final: Path) -> None:
+    """An update replaces only an index built from a folder of documents."""
+    if not (final / MANIFEST).is_file():
+        return  # nothing to update: the update builds it
+    manifest = read_manifest(final)
+    if manifest.get("format") != DOCS:
+        source = (manifest.get("source") or {}).get("path", "its source")
+        raise IndexBuildError(f"index {final.name!r} was built from {source} read as {manifest.get('format')}, "
+                              "not from a folder of documents, so it cannot be updated",
+                              hint=f"rebuild it with `reagent index build SOURCE --name {final.name} --force`")
 
 
 def _read(entry_path: Path) -> bytes:
