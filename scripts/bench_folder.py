@@ -66,7 +66,12 @@ def _html(title: str, items: list[tuple[str, str]]) -> str:
 
 def _pdf(title: str, items: list[tuple[str, str]]) -> bytes:
     pages = [f"{t}\n" + textwrap.fill(x, 90) for t, x in items]
-    return text_pdf([p.encode("latin-1", "replace").decode("latin-1") for p in pages], title=title)
+    return text_pdf([_latin1(p) for p in pages], title=_latin1(title))
+
+
+def _latin1(text: str) -> str:
+    """What the hand-written PDF's Helvetica can show (Latin-1; other characters become ?)."""
+    return text.encode("latin-1", "replace").decode("latin-1")
 
 
 def write_file(folder: Path, number: int, items: list[tuple[str, str]]) -> Path:
