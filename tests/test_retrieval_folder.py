@@ -18,6 +18,7 @@ from rich.console import Console
 from reagent_local.core.log import EventLog
 from reagent_local.errors import IndexBuildError
 from reagent_local.retrieval.passages import Origin
+from reagent_local.reasoning.answer import Answer
 from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.reasoning.wiring import open_kg
 from reagent_local.retrieval import Index, build_index
@@ -131,6 +132,10 @@ def test_ask_with_a_scripted_model_cites_the_pdfs_page_two(built, tmp_path):
     assert "papers/birds.pdf, page 2" in shown  # the supporting passage
     assert "papers/birds.pdf p. 2" in shown  # the retriever's message in the timeline
     assert "papers/birds.pdf, page 2" in render_html(trace)
+    # an answer served by `reagent serve` to `reagent ask` (share/remote.py) keeps its origins
+    served = Answer.from_dict(json.loads(json.dumps(data)))
+    assert served.sources() == answer.sources() and served.passages[0].origin == answer.passages[0].origin
+    assert served.subquestions[0].passages[0].origin is not None
 
 
 def test_a_single_file_is_a_source_too(tmp_path):
