@@ -128,12 +128,14 @@ def test_a_second_run_into_a_busy_folder_fails_naming_the_holder(driver: dict, t
 def test_two_run_processes_into_one_folder_then_a_kill_and_resume(driver: dict, tmp_path: Path) -> None:
     out = tmp_path / "run"
     command = [sys.executable, str(driver["script"]), str(driver["data"]), str(out)]
-    first = subprocess.Popen(command, env={**os.environ, "BENCH_SLOW": "0.05"})
+    gate = tmp_path / "hold"  # while it exists the first run waits at its next model call: no race with a slow start
+    first = subprocess.Popen(command, env={**os.environ, "BENCH_SLOW": "0.05", "BENCH_GATE": str(gate)})
     path = out / RECORDS_FILE
     deadline = time.monotonic() + 60
     while not (path.exists() and path.read_bytes().count(b"\n") >= 2):
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.02)
+    gate.touch()
     second = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=60)
     assert second.returncode != 0 and f"is in use: process {first.pid}" in second.stderr
     first.send_signal(signal.SIGKILL)
