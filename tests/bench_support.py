@@ -130,7 +130,7 @@ EXACT_QUESTIONS = [
     ("q3", "What is the capital of Norland?", "Vesk",
      [["Norland", ["Norland is a country whose capital is Vesk."]]]),
 ]
-SLOW = 0.3  # seconds of the one call only the run without backtracking makes
+SLOW = 1.5  # seconds of the one call only the run without backtracking makes (above a loaded machine's whole scripted question)
 
 
 def write_exact_dataset(path: Path) -> Path:
