@@ -530,7 +530,7 @@ class Harness:
             from reagent_local.retrieval import benchmark_index_name
 
             home = self.workdir / "base-home"
-            name = benchmark_index_name(self.bench_file())
+            name = benchmark_index_name(self.bench_file(), self.embedder)  # the name bench run looks for
             if not (home / "indexes" / name).is_dir():
                 proc = self.run(home, "index", "build", str(self.bench_file()), "--name", name, "--format",
                                 "hotpotqa", "--no-kg", "--quiet")

@@ -131,6 +131,11 @@ def test_benchmark_paragraphs_sharing_a_title_get_distinct_ids(tmp_path):
         assert index.get("Stanley#1").text == "Stanley is a first name."
     assert benchmark_index_name(source) == benchmark_index_name(source)
     assert benchmark_index_name(source).startswith("bench-m-")
+    # the default embedder and backend keep the plain name; another backend or embedder gets its own index
+    plain = benchmark_index_name(source)
+    assert benchmark_index_name(source, "all-MiniLM-L6-v2", "onnx-int8") == plain
+    assert benchmark_index_name(source, "all-MiniLM-L6-v2", "torch") == plain + "-torch"
+    assert benchmark_index_name(source, "hash-64", "onnx-int8") == plain + "-hash-64"
 
 
 def test_existing_index_needs_force_and_force_replaces_it(built, tmp_path):

@@ -117,7 +117,7 @@ def benchmark_index(dataset: str, file: Path, config: Config) -> Callable[[], Re
     def open_index() -> Retriever:
         from ..retrieval import Index, benchmark_index_name, build_index
 
-        name = benchmark_index_name(file)
+        name = benchmark_index_name(file, config.retrieval.embedder, config.retrieval.embedder_backend)
         try:
             return Index.open(name, config)
         except IndexNotFoundError:
@@ -267,7 +267,7 @@ def _retrieval(dataset: str, file: Path, config: Config, methods: Sequence[str],
     if retriever is None and set(methods) - NO_RETRIEVAL:
         from ..retrieval import benchmark_index_name
 
-        name = benchmark_index_name(file)
+        name = benchmark_index_name(file, config.retrieval.embedder, config.retrieval.embedder_backend)
     return benchmark_index(dataset, file, config), name, None
 
 

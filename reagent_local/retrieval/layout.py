@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..config import Config
+from ..config import Config, RetrievalConfig
 from ..errors import IndexBuildError, IndexCorruptError, IndexNotFoundError
 from ..locks import file_lock
 from ..paths import file_sha256
@@ -147,7 +147,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60] or "file"
 
 
-def benchmark_index_name(path: Path) -> str:
-    """A stable name for the open-corpus index of a benchmark file: ``bench-<stem>-<sha256[:8]>``."""
+def benchmark_index_name(path: Path, embedder: str | None = None, backend: str | None = None) -> str:
+    """A stable name for the open-corpus index of a benchmark file: ``bench-<stem>-<sha256[:8]>``.
+
+    An embedder or backend other than the default configuration's is added to the name
+    (``...-torch``): their vectors differ, so a benchmark run with them needs its own index, and
+    a query-side change alone would leave the passages' vectors as the default built them.
+    """
+    default = RetrievalConfig()
     stem = Path(path).name.split(".")[0]
-    return f"bench-{_slug(stem)}-{file_sha256(path)[:8]}"
+    extra = [_slug(part) for part, usual in ((embedder, default.embedder), (backend, default.embedder_backend))
+             if part is not None and part != usual]
+    return "-".join([f"bench-{_slug(stem)}-{file_sha256(path)[:8]}", *extra])
