@@ -222,6 +222,13 @@ def test_a_reagent_method_can_be_named_without_some_rules(fake_pipeline: type[Fa
         "rag", "reagent-both-no-same-x-no-compare-options"]
     with pytest.raises(BenchRunError, match="unknown rule.*same-y"):
         check_methods(["reagent-both-no-same-y"])
+    # a rule whose own name holds "-no-" is one rule, not two unknown ones
+    from reagent_local.bench.registry import ablation
+    assert ablation("reagent-both-no-yes-no-answer-no-same-x") == ("reagent-both", ("yes-no-answer", "same-x"))
+    assert ablation("reagent-none-no-yes-no-answer") == ("reagent-none", ("yes-no-answer",))
+    assert ablation("reagent-both") is None and ablation("rag-no-same-x") is None
+    with pytest.raises(BenchRunError, match="unknown rule.*yes': yes"):
+        ablation("reagent-both-no-yes")
     with pytest.raises(BenchRunError, match="unknown method"):
         check_methods(["rag-no-same-x"])
     assert ablated(["rag", "reagent-both"], ["same-x", "both-yes"]) == [

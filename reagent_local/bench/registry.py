@@ -39,16 +39,28 @@ ABLATION = "-no-"
 
 
 def ablation(name: str) -> tuple[str, tuple[str, ...]] | None:
-    """('reagent-both', ('same-x',)) for 'reagent-both-no-same-x'; None for any other name."""
-    base, *rules = name.split(ABLATION)
-    if not rules or base not in METHODS or not base.startswith("reagent-"):
+    """('reagent-both', ('same-x',)) for 'reagent-both-no-same-x'; None for any other name.
+
+    Rule names are matched whole, longest first, so a rule whose own name holds ``-no-``
+    (``yes-no-answer``) reads as one rule.
+    """
+    base = next((m for m in sorted(METHODS, key=len, reverse=True)
+                 if m.startswith("reagent-") and name.startswith(m + ABLATION)), None)
+    if base is None:
         return None
     from ..rules import RULES
 
-    unknown = [r for r in rules if r not in RULES]
-    if unknown:
-        raise BenchRunError(f"unknown rule(s) in method {name!r}: {', '.join(unknown)}",
-                            hint=f"known rules: {', '.join(RULES)}")
+    names = sorted(RULES, key=len, reverse=True)
+    rest, rules = name[len(base):], []
+    while rest:
+        rest = rest[len(ABLATION):]  # every rule follows -no-
+        found = next((r for r in names if rest == r or rest.startswith(r + ABLATION)), None)
+        if found is None:
+            unknown = rest.split(ABLATION)[0]
+            raise BenchRunError(f"unknown rule(s) in method {name!r}: {unknown}",
+                                hint=f"known rules: {', '.join(RULES)}")
+        rules.append(found)
+        rest = rest[len(found):]
     return base, tuple(rules)
 
 
