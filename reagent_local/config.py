@@ -106,6 +106,13 @@ BACKTRACKING: dict[str, tuple[bool, bool]] = {
     "none": (False, False), "local": (True, False), "global": (False, True), "both": (True, True)}
 
 
+# The question-shape rules on by default (docs/benchmarks.md, "Ablations", dev questions at 5e32365): each
+# rule had to cost F1 beyond its paired 95% interval over the 240 dev questions when switched off;
+# compare-options did; the others did not or never acted, and are off. chain-last-step is not yet weighed.
+# ``rules = ["all"]`` switches every registered rule on again.
+DEFAULT_RULES: tuple[str, ...] = ("chain-last-step", "compare-options")
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """The ReAgent loop's switches and per-question budgets."""
@@ -126,10 +133,12 @@ class PipelineConfig:
     chain_trust: float = 0.5  # a chain decided by a rule from checked steps at least this sure is not in doubt
     options_trust: float = 0.3  # an either-or chain whose facts are all at least this sure is not in doubt
     roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them
-    max_replans: int = 1  # with global backtracking: a plan whose step finds no usable answer is made again
+    # with global backtracking: a plan whose step finds no usable answer is made again this many times; 0 since
+    # the dev ablation: replanning changed one of 240 answers, for the worse (docs/benchmarks.md, "Ablations")
+    max_replans: int = 0
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
-    rules: tuple[str, ...] = ("all",)
+    rules: tuple[str, ...] = DEFAULT_RULES
 
     @property
     def local_backtracking(self) -> bool:
