@@ -10,7 +10,8 @@ rollbacks and new plans a question gets. Its decisions are values the loop carri
 - :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
   statements that won them are checked again with fresh evidence;
 - :meth:`Controller.may_roll_back`: global rollbacks are bounded per question;
-- :meth:`Controller.may_replan`: a plan whose step found no usable answer is made again, once.
+- :meth:`Controller.may_replan`: a plan whose step found no usable answer is made again, ``max_replans`` times
+  (``pipeline.max_replans``, 0 by default).
 
 Reliability starts at 1.0 for every agent, drops when a statement of that agent is
 discarded and recovers a little when one survives to the final answer (it reads the
