@@ -527,10 +527,12 @@ class Harness:
 
     def bench_index(self) -> Path:
         if "bench-index" not in self._cache:
+            from reagent_local.config import RetrievalConfig
             from reagent_local.retrieval import benchmark_index_name
 
             home = self.workdir / "base-home"
-            name = benchmark_index_name(self.bench_file(), self.embedder)  # the name bench run looks for
+            # the name bench run looks for
+            name = benchmark_index_name(self.bench_file(), RetrievalConfig(embedder=self.embedder))
             if not (home / "indexes" / name).is_dir():
                 proc = self.run(home, "index", "build", str(self.bench_file()), "--name", name, "--format",
                                 "hotpotqa", "--no-kg", "--quiet")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local.config import load_config
+from reagent_local.config import RetrievalConfig, load_config
 from reagent_local.errors import IndexBuildError, IndexMismatchError, IndexNotFoundError, QuestionError, ReagentError
 from reagent_local.retrieval import Index, benchmark_index_name, build_index, list_indexes
 from reagent_local.retrieval import build as build_module
@@ -133,9 +133,9 @@ def test_benchmark_paragraphs_sharing_a_title_get_distinct_ids(tmp_path):
     assert benchmark_index_name(source).startswith("bench-m-")
     # the default embedder and backend keep the plain name; another backend or embedder gets its own index
     plain = benchmark_index_name(source)
-    assert benchmark_index_name(source, "all-MiniLM-L6-v2", "onnx-int8") == plain
-    assert benchmark_index_name(source, "all-MiniLM-L6-v2", "torch") == plain + "-torch"
-    assert benchmark_index_name(source, "hash-64", "onnx-int8") == plain + "-hash-64"
+    assert benchmark_index_name(source, RetrievalConfig(embedder="all-MiniLM-L6-v2", embedder_backend="onnx-int8")) == plain
+    assert benchmark_index_name(source, RetrievalConfig(embedder_backend="torch")) == plain + "-torch"
+    assert benchmark_index_name(source, RetrievalConfig(embedder="hash-64")) == plain + "-hash-64"
 
 
 def test_existing_index_needs_force_and_force_replaces_it(built, tmp_path):

@@ -36,7 +36,7 @@ def open_benchmark_index(file: Path, dataset: str | None, config: Config, *, pro
     index ``<name>-<type>`` is made from the auto index's vectors (``convert_index``), so
     FAISS types are compared on the same passages, vectors and BM25.
     """
-    name = benchmark_index_name(file, config.retrieval.embedder, config.retrieval.embedder_backend)
+    name = benchmark_index_name(file, config.retrieval)
     try:
         index = Index.open(name, config)
     except IndexNotFoundError:

@@ -147,15 +147,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60] or "file"
 
 
-def benchmark_index_name(path: Path, embedder: str | None = None, backend: str | None = None) -> str:
+def benchmark_index_name(path: Path, retrieval: RetrievalConfig | None = None) -> str:
     """A stable name for the open-corpus index of a benchmark file: ``bench-<stem>-<sha256[:8]>``.
 
-    An embedder or backend other than the default configuration's is added to the name
-    (``...-torch``): their vectors differ, so a benchmark run with them needs its own index, and
-    a query-side change alone would leave the passages' vectors as the default built them.
+    An embedder or backend of ``retrieval`` other than the default configuration's is added to
+    the name (``...-torch``): their vectors differ, so a benchmark run with them needs its own
+    index, and a query-side change alone would leave the passages' vectors as the default built them.
     """
-    default = RetrievalConfig()
+    default, used = RetrievalConfig(), retrieval or RetrievalConfig()
     stem = Path(path).name.split(".")[0]
-    extra = [_slug(part) for part, usual in ((embedder, default.embedder), (backend, default.embedder_backend))
-             if part is not None and part != usual]
+    extra = [_slug(part) for part, usual in ((used.embedder, default.embedder),
+                                             (used.embedder_backend, default.embedder_backend)) if part != usual]
     return "-".join([f"bench-{_slug(stem)}-{file_sha256(path)[:8]}", *extra])
