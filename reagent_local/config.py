@@ -116,6 +116,14 @@ DEFAULT_RULES: tuple[str, ...] = ("either-or-steps", "single-step-verbatim", "sp
                                   "option-grammar", "either-or-trust")
 
 
+# Backtracking signals with no other switch, which ``pipeline.signals_off`` can silence (for ablations): a
+# silenced signal sends nothing back, and what it found leaves the answer standing, marked uncertain.
+SWITCHABLE_SIGNALS = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
+# The other signals and the setting that switches each off.
+SIGNAL_SWITCHES = {"low-confidence": "min_confidence = 0", "off-subject": "the doubt rule off-subject (rules)",
+                   "plan-failed": "max_replans = 0", "two-roads": "two_roads = false"}
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """The ReAgent loop's switches and per-question budgets."""
@@ -142,6 +150,7 @@ class PipelineConfig:
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES
+    signals_off: tuple[str, ...] = ()  # of SWITCHABLE_SIGNALS: found, but sending nothing back
 
     @property
     def local_backtracking(self) -> bool:
@@ -210,10 +219,23 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
         from .rules import resolve  # a wrong rule name is a config error, not a crash later
 
         resolve(out)
+    if (section, name) == ("pipeline", "signals_off"):
+        _check_signals(out)
     choices = _CHOICES.get((section, name))
     if choices is not None and out not in choices:
         raise ConfigError(f"invalid value {value!r} for {where}", hint=f"choose one of {sorted(choices)}")
     return out
+
+
+def _check_signals(names: tuple[str, ...]) -> None:
+    """A ConfigError for a name in ``pipeline.signals_off`` that is not a switchable signal."""
+    for name in names:
+        if name in SIGNAL_SWITCHES:
+            raise ConfigError(f"pipeline.signals_off: {name} has its own switch",
+                              hint=f"use {SIGNAL_SWITCHES[name]} instead")
+        if name not in SWITCHABLE_SIGNALS:
+            raise ConfigError(f"pipeline.signals_off: no signal named {name!r}",
+                              hint=f"choose among {', '.join(SWITCHABLE_SIGNALS)}")
 
 
 def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:

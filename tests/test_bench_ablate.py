@@ -237,6 +237,9 @@ def test_baselines_of_two_configurations_are_refused(scenario: dict, tmp_path: P
     ("setting:pipeline.min_confidence=high", "invalid value 'high'"),
     ("setting:pipeline.two_roads=true", "already ran with pipeline.two_roads = True"),
     ("rule:no-such-rule", "no rule named 'no-such-rule'"),
+    ("signal:low-confidence", "has its own switch"),
+    ("signal:no-such-signal", "no signal named 'no-such-signal'"),
+    ("setting:pipeline.signals_off=check-failed", "use signal:NAME"),
     ("method:reagent-both", "the baseline's own method"),
     ("method:nonsense", "unknown method"),
 ])
@@ -280,6 +283,18 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
     assert off.method == "reagent-none-no-same-x" and off.marks is not None
     assert {"low-confidence", "plan-failed"} <= off.marks.signals and off.marks.whole_read
     assert parse_spec("setting:pipeline.min_confidence=0").slug == "setting-pipeline.min_confidence-0"
+
+
+def test_a_signal_is_ablated_where_it_fired(scenario: dict, tmp_path: Path) -> None:
+    from reagent_local.config import load_config
+
+    spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", load_config(env={}))
+    assert spec.marks == marks(signals=["check-failed"]) and spec.overrides == {"pipeline.signals_off": "check-failed"}
+    # the low-confidence retries of the born questions raise low-confidence, never check-failed: nothing is rerun
+    (result,) = ablate(scenario, ["signal:check-failed"], tmp_path / "out", check=2)
+    assert result["slug"] == "signal-check-failed" and result["datasets"][0]["affected"] == []
+    assert result["config_changes"] == ["pipeline.signals_off: [] -> ['check-failed']"]
+    assert result["exact"] is True  # the two checked questions, answered with it silenced, came out the same
 
 
 def test_verdicts_and_pure_parts() -> None:

@@ -45,6 +45,8 @@ def test_home_from_env_moves_every_folder(tmp_path):
         ("", {"REAGENT_RETRIEVAL_TOP_K": "many"}, "retrieval.top_k"),
         ("", {"REAGENT_PIPELINE_BACKTRACKING": "sideways"}, "choose one of"),
         ("[llm\n", {}, "cannot read config file"),
+        ("[pipeline]\nsignals_off = ['low-confidence']\n", {}, "has its own switch"),
+        ("", {"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed,nonsense"}, "no signal named 'nonsense'"),
     ],
 )
 def test_bad_values_are_reported_with_their_origin(tmp_path, toml, env, message):
@@ -56,3 +58,9 @@ def test_config_is_frozen(tmp_path):
     config = load_config(env={}, toml_path=write_toml(tmp_path, ""))
     with pytest.raises(Exception):
         config.llm.model = "x"  # type: ignore[misc]
+
+
+def test_signals_can_be_silenced(tmp_path):
+    config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed, broken-bridge"},
+                         toml_path=write_toml(tmp_path, ""))
+    assert config.pipeline.signals_off == ("check-failed", "broken-bridge")

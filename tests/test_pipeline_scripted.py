@@ -93,6 +93,19 @@ def test_local_backtrack_reformulates_and_retrieves_again(index, log):
     assert any(e.type == "message" and e.payload["kind"] == "reject" for e in events)
 
 
+def test_a_silenced_check_failed_signal_keeps_the_failed_answer_uncertain(index, log):
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", times=1)
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer")
+    answer = pipeline(llm, index, log, signals_off=("check-failed",)).ask("Who directed the film Blue Harbour?")
+    assert answer.answer == "Tom Hale" and "check-failed" not in answer.signals
+    assert answer.backtracks["local"] == 0 and len(llm.requests_for("SubAnswer")) == 1
+    assert answer.subquestions[0].uncertain
+
+
 def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
     for n in range(1, 5):  # more passages about the film than one search shows
         index.add(f"Blue Harbour review {n}", f"Review {n} of the film Blue Harbour, directed by Mara Lind.")
@@ -702,6 +715,19 @@ def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answ
     prompts = [r.messages[-1]["content"] for r in llm.requests_for("SubAnswer")]
     redo = [p for p in prompts if "It is not Tom Hale" in p]
     assert len(redo) == 1 and "Blue Harbour is a 1998 film" in redo[0]  # its passage was kept
+
+
+def test_a_silenced_escalation_is_not_sent_back_and_leaves_the_steps_uncertain(log):
+    index = _director_index()
+    llm = _wrong_director_llm()
+    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="When was Tom Hale born?")
+    llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
+    answer = pipeline(llm, index, log, two_roads=False, max_replans=0,
+                      signals_off=("unfounded-step",)).ask("When was the director of Blue Harbour born?")
+    assert "unfounded-step" not in answer.signals and answer.backtracks["global"] == 0
+    assert not [e for e in log.events(answer.run_id) if e.type == "conflict_set"]
+    assert not any("It is not Tom Hale" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
+    assert answer.subquestions[0].answer == "Tom Hale" and answer.subquestions[0].uncertain
 
 
 def test_the_answer_a_failed_step_builds_on_is_redone_before_the_plan_is_made_again(log):

@@ -78,6 +78,18 @@ def test_without_local_backtracking_the_first_answer_stands_uncertain():
     assert isinstance(decision, Accept) and decision.uncertain
 
 
+def test_a_silenced_check_failed_signal_sends_nothing_back():
+    agent = Verifier(caller(ScriptedLLM()), ConflictChecker(), RuleSet(("all",)), check_failed=False)
+    failed = attempt("Tom Hale")
+    assert not failed.check.sound
+    decision = agent.decide([failed], retries=2, local=True)
+    assert isinstance(decision, Accept) and decision.attempt is failed and decision.uncertain
+    passed = attempt("Mara Lind")
+    decision = agent.decide([passed, failed], retries=2, local=True)  # the attempt that passed stands
+    assert isinstance(decision, Accept) and decision.attempt is passed and not decision.uncertain
+    assert isinstance(verifier().decide([failed], retries=2, local=True), Retry)  # not silenced: a retry
+
+
 def test_an_answer_the_supervisor_discarded_is_not_accepted_again():
     decision = verifier().decide([attempt("Mara Lind", rejected={"Mara Lind"})], retries=2, local=True)
     assert isinstance(decision, Retry) and "discarded by the supervisor" in decision.reasons[-1]

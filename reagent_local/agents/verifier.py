@@ -208,12 +208,13 @@ class Verifier:
     """Answers from evidence, checks the answer, and decides: accept, retry or give up."""
 
     def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet, *, min_confidence: float = 0.0,
-                 local: bool = True) -> None:
+                 local: bool = True, check_failed: bool = True) -> None:
         self.call = call
         self.checker = checker
         self.rules = rules
         self.min_confidence = min_confidence  # a checked answer less sure than this is retried once
         self.local = local  # local backtracking: a failed or doubted answer is retried
+        self.check_failed = check_failed  # False (pipeline.signals_off): a failed check sends nothing back
 
     @property
     def acts_on_doubts(self) -> bool:
@@ -311,6 +312,9 @@ class Verifier:
             return Accept(last, retract=tuple(held for held, _ in check.own_conflicts))
         if not local:  # the ablation without local backtracking keeps the first answer (a doubt is no failure)
             return Accept(last, uncertain=not check.sound)
+        if not check.sound and not self.check_failed:
+            # the check-failed signal is silenced: the surest answer that passed stands, else this one, uncertain
+            return Accept(max(checked, key=lambda a: a.confidence)) if checked else Accept(last, uncertain=True)
         unsure = check.ok and last.confidence < self.min_confidence
         reasons = tuple(check.reasons()) or (f"the model is unsure of {last.candidate.answer!r} "
                                              f"(confidence {last.confidence:.2f})",)

@@ -15,7 +15,7 @@ from typing import Sequence
 from ..config import Config
 from ..errors import BenchRunError
 from ..version import code_version
-from .ablate_spec import EACH, Ablation, Spec, parse_spec, resolve_spec, rules_used
+from .ablate_spec import EACH, Ablation, Spec, parse_spec, resolve_spec, rules_used, signal_overrides
 from .acted import Trace, acted, traces
 from .baseline import Baseline, load_baselines, rebuild_config, rebuilt_id
 from .provenance import config_differences
@@ -123,7 +123,12 @@ def plan_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str
     out = Path(out) if out is not None else baselines[0].folder.parent / "ablations"
     resolved = []
     for spec in _specs(whats, method, config):
-        ablated = _configs(baselines[0], {spec.name: spec.value or ""}, spec.text) if spec.kind == "setting" else config
+        if spec.kind == "setting":
+            ablated = _configs(baselines[0], {spec.name: spec.value or ""}, spec.text)
+        elif spec.kind == "signal":
+            ablated = _configs(baselines[0], signal_overrides(config, spec), spec.text)
+        else:
+            ablated = config
         resolved.append((resolve_spec(spec, method, config, ablated), ablated))
     read_log = any(a.marks is not None and a.marks.needs_log for a, _ in resolved)
     found = {b.label: traces(b.folder, b.records, read_log=read_log) for b in baselines}

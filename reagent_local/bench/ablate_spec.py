@@ -3,6 +3,7 @@
 - ``rule:NAME``: the baseline method without a question-shape rule (``reagent-both-no-NAME``);
   ``rule:each``: one such ablation per rule the baseline used;
 - ``setting:SECTION.FIELD=VALUE``: the baseline's configuration with one setting changed;
+- ``signal:NAME``: the baseline with one backtracking signal silenced (``pipeline.signals_off``);
 - ``method:NAME``: another method (``reagent-local`` = global backtracking off, ``reagent-global``
   = local off), with the baseline method's rules.
 
@@ -16,18 +17,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import BACKTRACKING, Config
+from ..config import BACKTRACKING, SIGNAL_SWITCHES, SWITCHABLE_SIGNALS, Config
 from ..errors import BenchRunError
 from .acted import SETTINGS, Marks, backtracking_marks, marks, switched_off
 from .registry import ABLATION, ablation, check_methods
 
-KINDS = ("rule", "setting", "method")
+KINDS = ("rule", "setting", "signal", "method")
 EACH = "each"  # rule:each: one ablation per rule the baseline used
 # settings an ablation may not change: where files live, the machine's threads, the model (another model is
 # another baseline), and what the other spec kinds say more exactly (a method name sets pipeline.backtracking)
 REFUSED = {"llm.model": "another model is another baseline: run one with --model",
            "llm.n_threads": "threads do not change answers", "pipeline.backtracking": "use method:reagent-MODE",
-           "pipeline.rules": "use rule:NAME, one rule at a time"}
+           "pipeline.rules": "use rule:NAME, one rule at a time",
+           "pipeline.signals_off": "use signal:NAME, one signal at a time"}
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,16 @@ class Spec:
 
 
 def parse_spec(text: str) -> Spec:
-    """``rule:NAME``, ``setting:SECTION.FIELD=VALUE`` or ``method:NAME``; anything else is a BenchRunError."""
+    """``rule:NAME``, ``setting:SECTION.FIELD=VALUE``, ``signal:NAME`` or ``method:NAME``; anything else is a
+    BenchRunError."""
     kind, sep, rest = text.strip().partition(":")
     rest = rest.strip()
     if not sep or kind not in KINDS or not rest:
         raise BenchRunError(f"cannot read --what {text!r}",
-                            hint="write rule:NAME, setting:SECTION.FIELD=VALUE or method:NAME "
+                            hint="write rule:NAME, setting:SECTION.FIELD=VALUE, signal:NAME or method:NAME "
                                  "(e.g. setting:pipeline.two_roads=false)")
+    if kind == "signal":
+        return _signal_spec(text.strip(), rest)
     if kind != "setting":
         return Spec(text.strip(), kind, rest)
     name, eq, value = rest.partition("=")
@@ -65,6 +70,17 @@ def parse_spec(text: str) -> Spec:
         raise BenchRunError(f"--what {text!r}: {name} cannot be ablated",
                             hint=REFUSED.get(name, "paths say where files live, not what an answer is"))
     return Spec(text.strip(), kind, name, value)
+
+
+def _signal_spec(text: str, name: str) -> Spec:
+    """``signal:NAME`` as the setting that silences it."""
+    if name in SIGNAL_SWITCHES:
+        raise BenchRunError(f"--what {text!r}: {name} has its own switch",
+                            hint=f"ablate the setting: {SIGNAL_SWITCHES[name]}")
+    if name not in SWITCHABLE_SIGNALS:
+        raise BenchRunError(f"--what {text!r}: no signal named {name!r}",
+                            hint=f"choose among {', '.join(SWITCHABLE_SIGNALS)}")
+    return Spec(text, "signal", name)
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,8 @@ def resolve_spec(spec: Spec, base_method: str, config: Config, ablated: Config |
         return _rule(spec, base_method, config)
     if spec.kind == "method":
         return _method(spec, base_method)
+    if spec.kind == "signal":
+        return _signal(spec, base_method, config)
     assert ablated is not None, "a setting spec needs the ablated configuration"
     return _setting(spec, base_method, config, ablated)
 
@@ -129,6 +147,19 @@ def _method(spec: Spec, base_method: str) -> Ablation:
     return Ablation(spec, name, marks=found,
                     why=f"{' and '.join(taken)} backtracking acted: its signals, rollbacks" +
                         (", the two roads or an escalation in the event log" if "global" in taken else ""))
+
+
+def _signal(spec: Spec, base_method: str, config: Config) -> Ablation:
+    if spec.name in config.pipeline.signals_off:
+        raise BenchRunError(f"--what {spec.text!r}: the signal is already silenced in the baseline",
+                            hint="ablate a signal the baseline used")
+    return Ablation(spec, base_method, signal_overrides(config, spec), marks=marks(signals=[spec.name]),
+                    why=f"the record's signals name {spec.name} (a signal that never fired changed nothing)")
+
+
+def signal_overrides(config: Config, spec: Spec) -> dict[str, str]:
+    """The setting a ``signal:NAME`` spec changes: the baseline's silenced signals and this one."""
+    return {"pipeline.signals_off": ",".join((*config.pipeline.signals_off, spec.name))}
 
 
 def _value(config: Config, dotted: str) -> Any:

@@ -46,12 +46,17 @@ class GlobalBacktracking:
         self.loop.solve_pending()
 
     def settle_across_steps(self) -> None:
-        """The assembler's contradictions go to the supervisor through the channel, a bounded number of times."""
+        """The assembler's contradictions go to the supervisor through the channel, a bounded number of times;
+        one whose signal is silenced (``pipeline.signals_off``) goes nowhere, and leaves the steps uncertain."""
         run, team = self.run, self.run.team
+        silenced = set(run.settings.signals_off)
         while team.controller.may_roll_back():
-            escalations = team.assembler.contradictions(run.results())
-            if not escalations:
+            found = team.assembler.contradictions(run.results())
+            escalations = [e for e in found if ESCALATION_SIGNALS[e.kind] not in silenced]
+            if not found:
                 return
+            if not escalations:
+                break  # only silenced ones: they leave the steps uncertain, as one past the rollback budget does
             first = escalations[0]
             run.signal(ESCALATION_SIGNALS[first.kind], True, first.reason)
             run.post(ASSEMBLER, (SUPERVISOR,), Contradiction(kind=first.kind, reason=first.reason), first.statements)
