@@ -325,6 +325,9 @@ def test_cli_prints_each_ablation_and_the_summary(scenario: dict, tmp_path: Path
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "ablate", str(scenario["base"]), "--what", "rule:nope", "--out", str(out)])
     assert exit_info.value.code == 1 and "no rule named 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # a Ray option without --ray
+        main(["bench", "ablate", str(scenario["base"]), "--what", "rule:same-x", "--ray-workers", "2"])
+    assert exit_info.value.code == 2 and "--ray-workers only applies with --ray" in capsys.readouterr().err
 
 
 def test_rule_each_plans_one_ablation_per_rule_the_baseline_used(scenario: dict, tmp_path: Path) -> None:

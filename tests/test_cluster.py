@@ -244,6 +244,31 @@ def test_bench_on_ray_writes_the_same_records_and_resumes(local_ray, tmp_path):
     assert again.new_records == 0 and len(read_records(out / RECORDS_FILE)) == 20
 
 
+def test_an_ablation_on_ray_answers_as_one_process_does(local_ray, tmp_path):
+    from reagent_local.bench.ablate import run_ablations
+    from reagent_local.cluster.bench import ray_answer_all
+
+    data = bench_support.write_ablation_dataset(tmp_path / "scenario.json")
+    bench_support.run_ablation_baseline(data, tmp_path / "base")
+
+    def ablate(out: Path, **options) -> dict:
+        (result,) = run_ablations([tmp_path / "base"], ["rule:keep-named-parts"], out=out, resamples=500,
+                                  llm=bench_support.ablation_model(),
+                                  retriever=lambda folder: bench_support.ablation_index(data), **options)
+        return result
+
+    single = ablate(tmp_path / "single")
+    on_ray = ablate(tmp_path / "ray", answer_all=ray_answer_all(local_ray, threads=1, workers=2))
+    assert on_ray["datasets"][0]["reran"] == single["datasets"][0]["reran"] == 4
+
+    def sides(result: dict) -> list:
+        rows = (Path(result["folder"]) / "paired.jsonl").read_text(encoding="utf-8").splitlines()
+        return [(row["id"], row["ablated"]["prediction"], row["ablated"]["llm_calls"]) for row in map(json.loads, rows)]
+
+    assert sides(on_ray) == sides(single)
+    assert on_ray["pooled"]["stats"]["fixed"] == single["pooled"]["stats"]["fixed"] == ["f0", "f1", "f2", "f3"]
+
+
 # --- errors, through the CLI ---------------------------------------------------------------------------
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..config import Config
 from ..errors import BenchRunError
@@ -30,6 +30,9 @@ from .provenance import config_differences
 from .records import RECORDS_FILE, read_records
 from .rundir import CONFIG_FILE, config_dict, write_json
 from .stats import RESAMPLES, median
+
+if TYPE_CHECKING:
+    from .runner import AnswerAll
 
 Record = dict[str, Any]
 # what a carried-over question must have identical when it is answered again with the ablation
@@ -94,7 +97,8 @@ def _check_model(config: Config, baseline: Baseline) -> None:
 
 
 def _answer(b: Baseline, ids: list[str], folder: Path, ablation: Ablation, config: Config, *, resume: bool,
-            allow_mixed: bool, console: Any, llm: Any, retriever: Callable[[Path], Retriever] | None) -> list[Record]:
+            allow_mixed: bool, console: Any, llm: Any, retriever: Callable[[Path], Retriever] | None,
+            answer_all: AnswerAll | None) -> list[Record]:
     """Answer ``ids`` of the baseline with the ablation into ``folder``; the records of those ids."""
     if not ids:
         return []
@@ -103,7 +107,7 @@ def _answer(b: Baseline, ids: list[str], folder: Path, ablation: Ablation, confi
     run_benchmark(b.dataset, b.data_file(), config=config, n=None, seed=b.run.get("seed", 13),
                   methods=[ablation.method], out=folder, resume=resume, llm=llm,
                   retriever=retriever(b.folder) if retriever else None, console=console, ids=ids,
-                  index=None if retriever else b.prebuilt_index, allow_mixed=allow_mixed)
+                  index=None if retriever else b.prebuilt_index, allow_mixed=allow_mixed, answer_all=answer_all)
     wanted = set(ids)
     return [r for r in read_records(folder / RECORDS_FILE) if r["method"] == ablation.method and str(r["id"]) in wanted]
 
@@ -173,11 +177,13 @@ def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str 
                   out: Path | None = None, resume: bool = False, allow_mixed: bool = False,
                   resamples: int = RESAMPLES, console: Any = None, say: Callable[[str], None] | None = None,
                   on_result: Callable[[Record], None] | None = None, llm: Any = None,
-                  retriever: Callable[[Path], Retriever] | None = None) -> list[Record]:
+                  retriever: Callable[[Path], Retriever] | None = None,
+                  answer_all: AnswerAll | None = None) -> list[Record]:
     """Ablate each ``whats`` spec against the baseline folders; one result per spec (``on_result`` as each ends).
 
     ``llm`` and ``retriever`` (a function of the baseline folder) replace the baseline's model
     and index in tests; by default each rerun loads the baseline's model and opens its index.
+    ``answer_all`` answers the reruns of each baseline (``cluster.ray_answer_all``: in parallel).
     """
     if check < 0:
         raise BenchRunError(f"--check must be 0 or more, got {check}", hint="pass the number of questions to check")
@@ -195,7 +201,8 @@ def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str 
             if say is not None:
                 say(f"{step.ablation.spec.text} on {part.baseline.label}: {len(part.affected)} of "
                     f"{len(part.baseline.records)} questions to answer again, {len(part.checked)} to check")
-            options = dict(resume=resume, allow_mixed=allow_mixed, console=console, llm=llm, retriever=retriever)
+            options = dict(resume=resume, allow_mixed=allow_mixed, console=console, llm=llm, retriever=retriever,
+                           answer_all=answer_all)
             answered[part.baseline.label] = (
                 _answer(part.baseline, part.affected, part.folder, step.ablation, step.config, **options),
                 _answer(part.baseline, part.checked, part.check_folder, step.ablation, step.config, **options))

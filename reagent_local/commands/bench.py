@@ -169,17 +169,25 @@ def tables_cmd(folders: tuple[Path, ...], allow_mixed: bool) -> None:
 @click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per ablation, one a line.")
 @ALLOW_MIXED
+@ray_option
+@click.option("--ray-threads", type=int, default=None, metavar="N",
+              help="With --ray: llama.cpp threads (and CPUs) per worker, each holding one model [default: 1].")
+@click.option("--ray-workers", type=int, default=None, metavar="N",
+              help="With --ray: workers [default: the cluster's CPUs / --ray-threads].")
 def ablate_cmd(baselines: tuple[Path, ...], whats: tuple[str, ...], method: str, check: int, out: Path | None,
-               resume: bool, resamples: int, as_json: bool, allow_mixed: bool) -> None:
+               resume: bool, resamples: int, as_json: bool, allow_mixed: bool, ray_address: str | None,
+               ray_threads: int | None, ray_workers: int | None) -> None:
     """What each rule, setting or backtracking kind adds, paired over every question of the baseline runs.
 
     BASELINES are `bench run` folders (one per dataset; repeated or joined by commas), at this
     commit. Only the questions where the ablated part acted in the baseline are answered again,
     into OUT/<spec>/<folder name>/; the others are carried over from the baseline (a deterministic
     run gives them the identical record; --check N shows it). Differences are baseline - ablated,
-    per folder and pooled; the summary table is also written to OUT/ablation.md.
+    per folder and pooled; the summary table is also written to OUT/ablation.md. With --ray,
+    Ray workers answer each baseline's reruns in parallel (one model each).
     """
     import json
+    from contextlib import nullcontext
 
     from rich.console import Console
 
@@ -191,9 +199,25 @@ def ablate_cmd(baselines: tuple[Path, ...], whats: tuple[str, ...], method: str,
         click.echo(json.dumps(result, ensure_ascii=False) if as_json else markdown(result))
 
     folders = [part for value in baselines for part in split_folders(value)]
-    results = run_ablations(folders, list(whats), method=method, check=check, out=out, resume=resume,
-                            allow_mixed=allow_mixed, resamples=resamples, console=Console(stderr=True), say=info,
-                            on_result=show)
+    notes: list[str] = []
+    if ray_address is None:
+        refuse_without_ray(ray_threads=ray_threads, ray_workers=ray_workers)
+        session = nullcontext(None)
+    else:
+        from ..cluster.connect import ray_session
+
+        session = ray_session(ray_target(ray_address))
+    with session as ray:
+        answer_all = None
+        if ray is not None:
+            from ..cluster.bench import ray_answer_all
+
+            answer_all = ray_answer_all(ray, threads=ray_threads or 1, workers=ray_workers, notes=notes)
+        results = run_ablations(folders, list(whats), method=method, check=check, out=out, resume=resume,
+                                allow_mixed=allow_mixed, resamples=resamples, console=Console(stderr=True), say=info,
+                                on_result=show, answer_all=answer_all)
+    for note in notes:
+        info(note)
     if not as_json:
         click.echo(markdown_summary(results), nl=False)
     info(f"ablation folder: {Path(results[0]['folder']).parent}")
