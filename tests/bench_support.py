@@ -130,7 +130,9 @@ EXACT_QUESTIONS = [
     ("q3", "What is the capital of Norland?", "Vesk",
      [["Norland", ["Norland is a country whose capital is Vesk."]]]),
 ]
-SLOW = 1.5  # seconds of the one call only the run without backtracking makes (above a loaded machine's whole scripted question)
+# seconds of the one call only the run without backtracking makes: above a loaded machine's whole scripted
+# question (0.64 s seen beside two benchmarks, 2.1 s beside two and the test suite at nice 19)
+SLOW = 4.0
 
 
 def write_exact_dataset(path: Path) -> Path:
