@@ -91,11 +91,11 @@ class RetrievalConfig:
     mode: str = "hybrid"  # dense | sparse | hybrid
     top_k: int = 5
     passage_chars: int = 700  # passages are cut to this many characters in prompts
-    # the ReAgent retriever shows a longer passage as its first sentence and the sentences sharing most
-    # words with the query, in about this many characters (0: cut at passage_chars as the baselines do).
-    # On the HotpotQA tune questions 500 keeps every gold supporting sentence (400: 94%) in 15% fewer
-    # characters than the cut (scripts/bench_focus.py); 400 took 13% of `none`'s prompt tokens.
-    focus_chars: int = 500
+    # above 0, the ReAgent retriever shows a longer passage as its first sentence and the sentences sharing
+    # most words with the query, in about this many characters; 0: cut at passage_chars as the baselines do.
+    # Off since the dev ablation: 500 against 0 was +.013 F1 [-.019, +.044] on the 240 dev questions (10 fixed,
+    # 6 broken) for 6% fewer prompt tokens (docs/benchmarks.md, "Ablations").
+    focus_chars: int = 0
     rrf_k: int = 60
     use_kg: bool = True
     nprobe: int = 0  # IVF-PQ indexes: cells scanned per search (0: the index's own default, in its manifest)

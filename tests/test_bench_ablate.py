@@ -103,7 +103,7 @@ def test_a_rule_is_ablated_where_it_fired_and_the_rest_is_carried_over(scenario:
 
 def test_settings_are_ablated_where_the_table_says_they_acted(scenario: dict, tmp_path: Path) -> None:
     results = ablate(scenario, ["setting:pipeline.min_confidence=0", "setting:pipeline.two_roads=false",
-                                "setting:pipeline.max_replans=0", "setting:retrieval.focus_chars=0",
+                                "setting:pipeline.max_replans=0", "setting:retrieval.focus_chars=500",
                                 "setting:pipeline.min_confidence=0.9"], tmp_path / "out")
     confidence, roads, replans, focus, higher = results
     assert confidence["datasets"][0]["affected"] == BORN_IDS

@@ -325,9 +325,12 @@ def test_old_run_folders_without_selection_fields_still_resume(driver: dict, tmp
         del saved[key]
     path.write_text(json.dumps(saved))
     assert driver["run"](driver["data"], out, resume=True).new_records == 0
-    del saved["config"]["retrieval"]["focus_chars"]  # before the setting existed, passages were cut, not focused
+    del saved["config"]["retrieval"]["focus_chars"]  # before the setting existed, passages were cut, as now
     path.write_text(json.dumps(saved))
-    with pytest.raises(BenchRunError, match="focus_chars: folder has 0, now 500"):
+    assert driver["run"](driver["data"], out, resume=True).new_records == 0
+    saved["config"]["retrieval"]["focus_chars"] = 500  # a folder whose passages were focused
+    path.write_text(json.dumps(saved))
+    with pytest.raises(BenchRunError, match="focus_chars: folder has 500, now 0"):
         driver["run"](driver["data"], out, resume=True)
 
 
