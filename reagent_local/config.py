@@ -227,15 +227,21 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
     return out
 
 
+def signal_problem(name: str) -> tuple[str, str] | None:
+    """Why ``name`` cannot be silenced through ``pipeline.signals_off`` (the problem and a hint), or None."""
+    if name in SIGNAL_SWITCHES:
+        return f"{name} has its own switch", f"use {SIGNAL_SWITCHES[name]} instead"
+    if name not in SWITCHABLE_SIGNALS:
+        return f"no signal named {name!r}", f"choose among {', '.join(SWITCHABLE_SIGNALS)}"
+    return None
+
+
 def _check_signals(names: tuple[str, ...]) -> None:
     """A ConfigError for a name in ``pipeline.signals_off`` that is not a switchable signal."""
     for name in names:
-        if name in SIGNAL_SWITCHES:
-            raise ConfigError(f"pipeline.signals_off: {name} has its own switch",
-                              hint=f"use {SIGNAL_SWITCHES[name]} instead")
-        if name not in SWITCHABLE_SIGNALS:
-            raise ConfigError(f"pipeline.signals_off: no signal named {name!r}",
-                              hint=f"choose among {', '.join(SWITCHABLE_SIGNALS)}")
+        problem = signal_problem(name)
+        if problem is not None:
+            raise ConfigError(f"pipeline.signals_off: {problem[0]}", hint=problem[1])
 
 
 def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import BACKTRACKING, SIGNAL_SWITCHES, SWITCHABLE_SIGNALS, Config
+from ..config import BACKTRACKING, Config, signal_problem
 from ..errors import BenchRunError
 from .acted import SETTINGS, Marks, backtracking_marks, marks, switched_off
 from .registry import ABLATION, ablation, check_methods
@@ -74,12 +74,9 @@ def parse_spec(text: str) -> Spec:
 
 def _signal_spec(text: str, name: str) -> Spec:
     """``signal:NAME`` as the setting that silences it."""
-    if name in SIGNAL_SWITCHES:
-        raise BenchRunError(f"--what {text!r}: {name} has its own switch",
-                            hint=f"ablate the setting: {SIGNAL_SWITCHES[name]}")
-    if name not in SWITCHABLE_SIGNALS:
-        raise BenchRunError(f"--what {text!r}: no signal named {name!r}",
-                            hint=f"choose among {', '.join(SWITCHABLE_SIGNALS)}")
+    problem = signal_problem(name)
+    if problem is not None:
+        raise BenchRunError(f"--what {text!r}: {problem[0]}", hint=problem[1])
     return Spec(text, "signal", name)
 
 

@@ -111,12 +111,15 @@ def load_model(config: Config, note: Callable[[str], None] | None = None) -> tup
     return served_model(config, note) or llm, model
 
 
-def benchmark_index(dataset: str, file: Path, config: Config, name: str) -> Callable[[], Retriever]:
-    """A function that opens the file's open-corpus index ``name``, building it first if needed."""
+def benchmark_index(dataset: str, file: Path, config: Config, name: str | None = None) -> Callable[[], Retriever]:
+    """A function that opens the file's open-corpus index (``name``, or the name its configuration gives),
+    building it first if needed."""
 
     def open_index() -> Retriever:
-        from ..retrieval import Index, build_index
+        from ..retrieval import Index, benchmark_index_name, build_index
 
+        nonlocal name
+        name = name or benchmark_index_name(file, config.retrieval)
         try:
             return Index.open(name, config)
         except IndexNotFoundError:
@@ -262,13 +265,13 @@ def _retrieval(dataset: str, file: Path, config: Config, methods: Sequence[str],
     if index is not None:
         opener, identity = prebuilt_index(index, config)
         return opener, index, identity
-    from ..retrieval import benchmark_index_name
-
-    built = benchmark_index_name(file, config.retrieval)
     name = getattr(retriever, "name", None) if retriever is not None else None
     if retriever is None and set(methods) - NO_RETRIEVAL:
-        name = built
-    return benchmark_index(dataset, file, config, built), name, None
+        from ..retrieval import benchmark_index_name
+
+        name = benchmark_index_name(file, config.retrieval)
+        return benchmark_index(dataset, file, config, name), name, None
+    return benchmark_index(dataset, file, config), name, None
 
 
 def run_benchmark(
