@@ -116,9 +116,12 @@ DEFAULT_RULES: tuple[str, ...] = ("either-or-steps", "single-step-verbatim", "sp
                                   "option-grammar", "either-or-trust")
 
 
-# Backtracking signals with no other switch, which ``pipeline.signals_off`` can silence (for ablations): a
-# silenced signal sends nothing back, and what it found leaves the answer standing, marked uncertain.
+# Backtracking signals with no other switch, which ``pipeline.signals_off`` can silence: a silenced signal
+# sends nothing back, and what it found leaves the answer standing, marked uncertain.
 SWITCHABLE_SIGNALS = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
+# Silenced by default since the dev ablation: the assembler's three escalations fired on 1 or 2 of the 240
+# dev questions and changed no answer (docs/benchmarks.md, "Ablations"); ``signals_off = []`` brings them back.
+DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("value-conflict", "broken-bridge", "unfounded-step")
 # The other signals and the setting that switches each off.
 SIGNAL_SWITCHES = {"low-confidence": "min_confidence = 0", "off-subject": "the doubt rule off-subject (rules)",
                    "plan-failed": "max_replans = 0", "two-roads": "two_roads = false"}
@@ -150,7 +153,7 @@ class PipelineConfig:
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES
-    signals_off: tuple[str, ...] = ()  # of SWITCHABLE_SIGNALS: found, but sending nothing back
+    signals_off: tuple[str, ...] = DEFAULT_SIGNALS_OFF  # of SWITCHABLE_SIGNALS: found, but sending nothing back
 
     @property
     def local_backtracking(self) -> bool:

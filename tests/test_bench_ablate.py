@@ -288,8 +288,14 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
 def test_a_signal_is_ablated_where_it_fired(scenario: dict, tmp_path: Path) -> None:
     from reagent_local.config import load_config
 
-    spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", load_config(env={}))
-    assert spec.marks == marks(signals=["check-failed"]) and spec.overrides == {"pipeline.signals_off": "check-failed"}
+    shipped = load_config(env={})  # the escalations are silenced by default: check-failed joins them
+    spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", shipped)
+    assert spec.marks == marks(signals=["check-failed"])
+    assert spec.overrides == {"pipeline.signals_off": "value-conflict,broken-bridge,unfounded-step,check-failed"}
+    with pytest.raises(BenchRunError, match="already silenced"):
+        resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", shipped)
+    live = resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", ablation_config())
+    assert live.overrides == {"pipeline.signals_off": "broken-bridge"}
     # the low-confidence retries of the born questions raise low-confidence, never check-failed: nothing is rerun
     (result,) = ablate(scenario, ["signal:check-failed"], tmp_path / "out", check=2)
     assert result["slug"] == "signal-check-failed" and result["datasets"][0]["affected"] == []
