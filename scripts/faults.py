@@ -402,6 +402,19 @@ class Harness:
             proc.wait(timeout=60)
             return None
 
+    def kill_within(self, home: Path, args: Sequence[str], delay: float, env: dict | None = None,
+                    prepare: Callable[[], None] = lambda: None, retries: int = 2) -> int | None:
+        """``run_and_kill`` after ``prepare()``; a command that ended before the kill (it ran faster than the
+        reference, as when the load on a shared machine drops) is prepared and run again, killed at half the
+        delay, up to ``retries`` times. The exit code of the last attempt if it ended first."""
+        code = None
+        for attempt in range(retries + 1):
+            prepare()
+            code = self.run_and_kill(home, args, delay / 2 ** attempt, env=env)
+            if code is None:
+                return None
+        return code
+
     def last_error(self) -> str:
         """The end of the stderr of the last command started with ``start`` (default output files)."""
         try:
@@ -765,11 +778,14 @@ def kill_index_build(h: Harness, tries: int) -> list[Result]:
     # shared CI machine) would otherwise end before the last kill points (2 of 4 did once)
     for i, delay in enumerate(kill_delays(duration, tries, span=0.8)):
         force = i % 2 == 1  # every other try replaces the complete index left by the previous one
-        if not force:
-            shutil.rmtree(root / "k", ignore_errors=True)
-        elif not (root / "k").is_dir():
-            h.run(home, *args)
-        code = h.run_and_kill(home, [*args, *(["--force"] if force else [])], delay)
+
+        def prepare() -> None:
+            if not force:
+                shutil.rmtree(root / "k", ignore_errors=True)
+            elif not (root / "k").is_dir():
+                h.run(home, *args)
+
+        code = h.kill_within(home, [*args, *(["--force"] if force else [])], delay, prepare=prepare)
         problems = ended_badly(code, h)
         listed = h.run(home, "index", "list", "--json")
         if listed.returncode != 0:
@@ -820,8 +836,7 @@ def kill_models_pull(h: Harness, tries: int) -> list[Result]:
         raise SetupError("the uninterrupted pull left no verified model")
     h.say(f"  killing at {tries} points over {duration:.1f} s")
     for delay in kill_delays(duration, tries):
-        clear()
-        code = h.run_and_kill(home, ["models", "pull", model.name], delay, env=env)
+        code = h.kill_within(home, ["models", "pull", model.name], delay, env=env, prepare=clear)
         problems = ended_badly(code, h)
         if target.exists() and not model.verified(target):
             problems.append(f"a partial model is visible at {target} ({target.stat().st_size:,} bytes)")
