@@ -154,6 +154,12 @@ class PipelineConfig:
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES
     signals_off: tuple[str, ...] = DEFAULT_SIGNALS_OFF  # of SWITCHABLE_SIGNALS: found, but sending nothing back
+    # with global backtracking and two roads, who settles them (reagent_local/agents/router.py): "off", the
+    # hand-set trust policy and the model's choice; "learned", the whole question read first and the
+    # supervisor's learned router deciding whether to stop there and which answer stands; "collect", the
+    # whole question read first, never stopping, the chain's answer kept (train runs for `bench fit-router`)
+    router: str = "off"
+    router_file: Path | None = None  # a router fitted by `reagent bench fit-router --out`; None: the package's
 
     @property
     def local_backtracking(self) -> bool:
@@ -179,6 +185,7 @@ _CHOICES = {
     ("retrieval", "mode"): {"dense", "sparse", "hybrid"},
     ("retrieval", "embedder_backend"): {"torch", "onnx", "onnx-int8"},
     ("pipeline", "backtracking"): set(BACKTRACKING),
+    ("pipeline", "router"): {"off", "learned", "collect"},
     ("llm", "extra_buffers"): {"auto", "on", "off"},
 }
 

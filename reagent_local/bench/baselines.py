@@ -6,8 +6,12 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field
 
+from ..agents.evidence import grounded_in, is_unknown
+from ..agents.router import Reading
 from ..errors import LLMOutputError
+from ..rules import RuleSet, answer_type_problem
 from ..runtime.prompts import render_messages
+from ..text import is_yes_no_value
 from ..retrieval.passages import Passage
 from .methods import CallTally, MethodContext, MethodResult, error_text, format_passages, retrieve
 
@@ -59,13 +63,29 @@ class SingleStepRAG:
 
 
 def read_passages(ctx: MethodContext, question: str, passages: Sequence[Passage], tally: CallTally) -> MethodResult:
-    """Answer from the given passages in one call (the RAG reader, also IRCoT's)."""
+    """Answer from the given passages in one call (the RAG reader, also IRCoT's); the result carries what the
+    ``adaptive`` router reads of the answer (its ``reading``)."""
     text = format_passages(passages, ctx.config.retrieval.passage_chars)
     messages = render_messages(PROMPTS, "rag", question=question, passages=text)
     try:
         result = ctx.llm.generate_json(messages, SpanAnswer, max_tokens=ANSWER_TOKENS)
     except LLMOutputError as exc:
         tally.calls += 1
-        return tally.result("", passages, error=error_text(exc))
+        out = tally.result("", passages, error=error_text(exc))
+        out.reading = reading_of(ctx, question, "", passages, None).to_json()
+        return out
     tally.add(result.call)
-    return tally.result(result.value.answer.strip(), passages)
+    answer = result.value.answer.strip()
+    out = tally.result(answer, passages)
+    out.reading = reading_of(ctx, question, answer, passages, result.call.span_probability(answer)).to_json()
+    return out
+
+
+def reading_of(ctx: MethodContext, question: str, answer: str, passages: Sequence[Passage],
+               probability: float | None) -> Reading:
+    """What a router reads of a baseline's answer: the model's confidence, grounding, type fit, passages."""
+    if is_unknown(answer) or not answer:
+        return Reading(answer or "unknown", 0.0, False, False, len(passages), unknown=True)
+    grounded = is_yes_no_value(answer) or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])
+    fits = answer_type_problem(question, answer, RuleSet(ctx.config.pipeline.rules), final=True) is None
+    return Reading(answer, probability if probability is not None else 0.5, grounded, fits, len(passages))

@@ -70,4 +70,7 @@ class IRCoT:
             if step.answer.strip() or len(passages) >= MAX_PASSAGES:
                 break
             self._add(passages, retrieve(self.ctx, step.thought))
-        return read_passages(self.ctx, question, passages, tally)
+        result = read_passages(self.ctx, question, passages, tally)
+        if result.reading is not None:
+            result.reading["steps"] = len(steps)
+        return result

@@ -64,6 +64,9 @@ class MethodResult:
     roads: dict[str, Any] | None = None  # the two roads and the verdict, when they disagreed
     # the same question with backtracking off (ReAgent methods; exact fixed/broken counts from one run)
     without_backtracking: WithoutBacktracking | None = None
+    route: dict[str, Any] | None = None  # the learned router's decisions (ReAgent with a router, adaptive)
+    # what a router reads of a baseline's answer (rag, ircot): agents.router.Reading.to_json() and its steps
+    reading: dict[str, Any] | None = None
 
 
 class Method(Protocol):

@@ -15,6 +15,7 @@ from functools import partial
 from ..config import BACKTRACKING
 from ..errors import BenchRunError
 from .baselines import ClosedBook, SingleStepRAG
+from .adaptive import Adaptive
 from .ircot import IRCoT
 from .methods import Method, MethodContext, MethodFactory
 from .reagent_method import ReagentMethod
@@ -24,6 +25,9 @@ METHODS: dict[str, MethodFactory] = {
     "rag": SingleStepRAG,
     "ircot": IRCoT,
     **{f"reagent-{mode}": partial(ReagentMethod, backtracking=mode) for mode in BACKTRACKING},
+    # both roads answered for every question, nothing stopped or chosen: the train runs `bench fit-router` reads
+    "reagent-collect": partial(ReagentMethod, backtracking="both", router="collect"),
+    "adaptive": Adaptive,
 }
 DEFAULT_METHODS = ("closed-book", "rag", "ircot", "reagent-both")
 

@@ -85,6 +85,8 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
         "rules_fired": list(result.rules_fired),
         "signals": list(result.signals),
         "roads": result.roads,
+        "route": result.route,
+        "reading": result.reading,
         "run_id": result.run_id,
         "uncertain": result.uncertain,
         "error": result.error,

@@ -154,6 +154,41 @@ def tables_cmd(folders: tuple[Path, ...], allow_mixed: bool) -> None:
     click.echo(tables(list(folders), allow_mixed=allow_mixed), nl=False)
 
 
+@bench.command(name="fit-router")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--kind", type=click.Choice(["reagent", "adaptive"]), default="reagent", show_default=True,
+              help="reagent: from reagent-collect records (the whole question, then the chain); "
+                   "adaptive: from rag and ircot records.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Router file to write (default: the package's, which `pipeline.router = \"learned\"` reads).")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the fit as Markdown here (the policy against each road alone, the weights).")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds.")
+@click.option("--seed", type=int, default=13, show_default=True, help="Seed of the folds.")
+def fit_router_cmd(folders: tuple[Path, ...], kind: str, out: Path | None, report: Path | None, folds: int,
+                   seed: int) -> None:
+    """Fit the supervisor's router (stop after the first road? which answer stands?) from train run folders.
+
+    Fit on train questions only (`--ids ../shared/data/splits/DATASET-train.txt`); judge on dev.
+    """
+    import shlex
+    import sys
+
+    from ..agents.router import default_path, write_router
+    from ..bench.fit_router import fit_folders, render_fit
+
+    command = "reagent bench fit-router " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    fit = fit_folders(list(folders), kind, folds=folds, seed=seed, command=command)
+    target = out or default_path(kind)
+    write_router(fit.router, target)
+    text = render_fit(fit)
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(text, encoding="utf-8")
+    click.echo(text)
+    click.echo(f"router written to {target}")
+
+
 @bench.command(name="ablate")
 @click.argument("baselines", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--what", "whats", multiple=True, required=True, metavar="SPEC",

@@ -230,6 +230,19 @@ class Signal(EventBody):
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
+@_kind("route")
+class Route(EventBody):
+    """The supervisor's learned router decided: stop after the whole question, or which road's answer stands."""
+
+    stage: str  # "stop" or "choose"
+    probability: float | None  # None: the router has no model for this stage
+    threshold: float
+    taken: bool  # stop: the chain's calls were saved; choose: the whole question's answer stands
+    reason: str
+    features: Mapping[str, float] = field(default_factory=dict)
+    contributions: Mapping[str, float] = field(default_factory=dict)  # each feature's share of the log-odds
+
+
 @_kind("answer")
 class Answer(EventBody):
     """The run's final answer, whether it is uncertain and why, and the rules that shaped it."""

@@ -61,6 +61,9 @@ class Answer:
     answer_before_backtracking: str | None = None
     # the two roads when they disagreed: {"chain", "whole", "winner", "judged", "reason"}; None otherwise
     roads: dict[str, Any] | None = None
+    # the learned router's decisions (pipeline.router): {"router", "stop", "choose", "winner"}, each decision
+    # with its features, probability, threshold and reason; None without a router
+    route: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +103,17 @@ class Answer:
     def sources(self) -> list[str]:
         """One line per cited passage that says where it is (file, heading, page or lines); [] without origins."""
         return [p.origin.label() for p in self.passages if p.origin is not None]
+
+    def road_line(self) -> str:
+        """Which road's answer stands and why, when a learned router decided ("" otherwise)."""
+        route = self.route or {}
+        winner = route.get("winner")
+        if not winner:
+            return ""
+        stop = route.get("stop") or {}
+        decided = route.get("choose") or (stop if stop.get("taken") else {})
+        why = decided.get("reason", "")
+        return f"road: {winner}" + (f" ({why})" if why else "")
 
     def account_line(self) -> str:
         """One line: calls, tokens, seconds, backtracks, run id."""

@@ -5,10 +5,15 @@ supervisor trusts or not; a chain in doubt meets the whole question's answer in 
 channel round (two asserts carrying the roads), the channel escalates a disagreement,
 the supervisor's verdict comes back through the driver (:meth:`SecondRoad.settled`), and a
 chain that loses is rolled back at its weakest step and solved again once.
+
+With the learned router (``pipeline.router``), the whole question is read first, before any plan
+(:meth:`SecondRoad.read_first`): the supervisor may stop there; otherwise the chain runs and, when
+the roads disagree, they meet on the channel as before and the supervisor's learned choice stands.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from ..agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
@@ -16,6 +21,7 @@ from ..agents.controller import AGENT as CONTROLLER
 from ..agents.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
 from ..agents.messages import CHAIN, WHOLE, EvidenceFound, Road, RoadAnswer
 from ..agents.retriever import AGENT as RETRIEVER
+from ..agents.router import ChainShape, Reading
 from ..agents.supervisor import AGENT as SUPERVISOR, ChainFacts, RoadsVerdict
 from ..core import events as ev
 from ..errors import LLMOutputError
@@ -24,6 +30,7 @@ from .backtrack import GlobalBacktracking
 from .state import Loop, RunState
 
 FALLBACK = "whole-question fallback"  # the Assembly rule of an answer the plan could not give
+STOPPED = "router-stop"  # the Assembly rule of a whole-question answer the router stopped at
 
 
 class SecondRoad:
@@ -37,9 +44,32 @@ class SecondRoad:
         self.whole_evidence: Evidence | None = None
         self.reopened = False  # the last verdict rolled the chain back
 
+    @property
+    def routed(self) -> bool:
+        """The learned router (or its data collection) settles the roads."""
+        return self.run.settings.router != "off"
+
+    def read_first(self) -> Assembly | None:
+        """Router on: the whole question is read before any plan, and the supervisor decides whether its answer
+        settles the question (the chain's calls saved); returns that answer, or None to go on with the chain."""
+        run = self.run
+        run.route = {"router": run.team.supervisor.router.describe() if run.team.supervisor.router else None}
+        whole = self._whole_road()
+        run.route["whole"] = whole.answer if whole is not None else None
+        decision = run.team.supervisor.route_stop(run.question, whole)
+        run.routed(decision, decision.reason("whole question's"))
+        if not decision.taken or whole is None:
+            return None
+        run.route["winner"] = WHOLE
+        run.fallback_cited = self._whole_cited(whole)
+        return Assembly(whole.answer, STOPPED)
+
     def answer(self, chain: Assembly) -> Assembly:
         """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
-        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
+        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step.
+        With the router every chain meets the whole question read first, and the learned choice stands."""
+        if self.routed:
+            return self._routed_answer(chain)
         run = self.run
         chain_road = self._chain_road(chain)
         if chain_road.trusted and not run.settings.read_trusted_chains:  # one reading of the whole question rarely beats it
@@ -63,11 +93,53 @@ class SecondRoad:
         run.fallback_cited = self._whole_cited(whole)
         return Assembly(whole.answer, "two-roads")  # the supervisor's verdict stands
 
+    def _routed_answer(self, chain: Assembly) -> Assembly:
+        """The chain's answer against the whole question's read first: the same answer stands; a chain without
+        one takes the whole question's; two answers meet on the channel and the supervisor's router chooses
+        (collecting train runs, the chain's answer stands whatever it chose)."""
+        run, whole = self.run, self.whole
+        if run.route is not None:
+            run.route["chain"] = chain.answer
+        if is_unknown(chain.answer):
+            if run.route is not None:
+                run.route["winner"] = WHOLE if whole is not None else None
+            return self.fallback()
+        if whole is None or values_agree(chain.answer, whole.answer):
+            run.signal("two-roads", False, "the whole question gave no answer" if whole is None
+                       else f"both roads answer {chain.answer!r}")
+            if run.route is not None:
+                run.route["winner"] = CHAIN
+            return chain
+        self._meet(self._routed_chain_road(chain), whole)
+        won = run.verdict is not None and run.verdict.winner.name == WHOLE and run.settings.router == "learned"
+        if run.route is not None:
+            run.route["winner"] = WHOLE if won else CHAIN
+        if not won:
+            return chain
+        run.fallback_cited = self._whole_cited(whole)
+        return Assembly(whole.answer, "two-roads")
+
+    def _routed_chain_road(self, chain: Assembly) -> Road:
+        """The chain's answer as a road, with the features the router reads of it (agents/router.py)."""
+        run = self.run
+        road = self._chain_road(chain)
+        reading = Reading(chain.answer, road.confidence, road.grounded, road.problem is None,
+                          len(dict(road.statement.provenance)))
+        answered = [s for s in run.steps if s.done and s.statement is not None]
+        shape = ChainShape(steps=len(run.steps), answered=len(answered),
+                           uncertain=sum(1 for s in run.steps if s.uncertain), by_rule=chain.rule is not None,
+                           replanned=run.replanned, local_backtracks=run.backtracks["local"],
+                           global_backtracks=run.backtracks["global"],
+                           graph_facts=sum(len(s.evidence.facts) for s in run.steps if s.evidence))
+        return replace(road, features={**reading.features("second"), **shape.features()})
+
     def settled(self, verdict: RoadsVerdict) -> None:
         """The supervisor weighed the two roads: record its verdict; a chain that lost is rolled back."""
         run = self.run
         chain, whole = (verdict.winner, verdict.loser) if verdict.winner.name == CHAIN else (verdict.loser, verdict.winner)
         run.verdict = verdict
+        if verdict.route is not None:
+            run.routed(verdict.route, verdict.reason)
         run.signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
                    chain_confidence=chain.confidence, whole_confidence=whole.confidence,
                    winner=verdict.winner.name, judged=verdict.judged, chain_trusted=chain.trusted,
@@ -113,7 +185,8 @@ class SecondRoad:
         team.controller.check_budget()
         # the passages the steps' answers came from, and (after a new plan) the first plan's
         found = [p for s in run.steps for p in s.cited] + list(run.earlier_cited)
-        self.whole_evidence = team.retriever.gather(run.question, found)
+        # read first (the router), the whole question reads as many of its own passages as the prompt takes
+        self.whole_evidence = team.retriever.gather(run.question, found, **({} if found else {"own": 6}))
         run.post(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
         (sent,) = team.assembler.read(self.loop.deliver().inbox(ASSEMBLER))
         try:
@@ -126,8 +199,10 @@ class SecondRoad:
         confidence = candidate.probability if candidate.probability is not None else 0.5
         statement = final_statement(run.question, candidate.answer, confidence=confidence, cited=candidate.cited)
         problem = answer_type_problem(run.question, candidate.answer, team.rules, final=True)
-        self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem,
-                          supported(candidate.answer, candidate.cited or sent.passages))
+        grounded = supported(candidate.answer, candidate.cited or sent.passages)
+        reading = Reading(candidate.answer, confidence, grounded, problem is None, len(candidate.cited))
+        self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem, grounded,
+                          features=reading.features("first") if self.routed else {})
         return self.whole
 
     def _chain_road(self, chain: Assembly) -> Road:

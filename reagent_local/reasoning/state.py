@@ -7,6 +7,7 @@ from typing import Any, Protocol, Sequence
 
 from ..agents.assembler import Assembly, StepResult
 from ..agents.evidence import EvidencePassage, is_unknown
+from ..agents.router import RouteDecision
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict
 from ..config import PipelineConfig
 from ..core import events as ev
@@ -41,6 +42,16 @@ class RunState:
     first_answer: str | None = None  # the chain's first answer, before the roads were compared
     verdict: RoadsVerdict | None = None  # the supervisor's verdict when the two roads disagreed
     roads_rollbacks: int = 0  # global rollbacks the two roads caused (after the chain's first answer)
+    # the learned router's decisions ({"router": ..., "stop": ..., "choose": ...}); None without a router
+    route: dict[str, Any] | None = None
+
+    def routed(self, decision: RouteDecision, reason: str) -> None:
+        """Record one of the learned router's decisions: in the log (a ``route`` event) and for the Answer."""
+        self.ws.record(SUPERVISOR, ev.Route(stage=decision.stage, probability=decision.probability,
+                                            threshold=decision.threshold, taken=decision.taken, reason=reason,
+                                            features=decision.features, contributions=decision.contributions))
+        if self.route is not None:
+            self.route[decision.stage] = {**decision.to_json(), "reason": reason}
 
     def post(self, sender: str, recipients: Sequence[str], body: MessageBody,
              statements: Sequence[Statement] = ()) -> None:

@@ -90,6 +90,13 @@ def _signal(s: ev.Signal) -> str:
     return f"{head}: {clean(detail, 140)}" if detail else head
 
 
+def _route(r: ev.Route) -> str:
+    """The learned router's decision, with the three features that pushed it most."""
+    top = sorted(r.contributions.items(), key=lambda kv: -abs(kv[1]))[:3]
+    why = ", ".join(f"{clean(k)} {v:+.2f}" for k, v in top)
+    return f"router {clean(r.stage)}: {clean(r.reason, 120)}" + (f" (most: {why})" if why else "")
+
+
 def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None,
               retracted_text: str | None = None) -> str:
     """A one-line summary of a decoded event; ``checkpoints`` and ``retracted_text`` add names where known."""
@@ -149,6 +156,8 @@ def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None
             return f"rule {clean(body.rule)} fired ({where})" + (f": {clean(body.detail, 120)}" if body.detail else "")
         case ev.Signal():
             return _signal(body)
+        case ev.Route():
+            return _route(body)
         case ev.Answer():
             line = f"answer {quoted(body.answer)}"
             line += f" (uncertain: {clean(body.reason) or 'yes'})" if body.uncertain else ""

@@ -6,7 +6,7 @@
   var AGENTS = ["decomposer", "retriever", "verifier", "assembler", "supervisor", "controller"];
   var LABELS = { plan: "plan", checkpoint: "\u25c6 checkpoint", assert: "+ holds", retract: "\u2212 drops",
     rollback_local: "\u21b6 local rollback", rollback_global: "\u21b6 global rollback", conflict_set: "\u2297 conflict set",
-    escalate: "\u26a0 escalates", judgement: "? judge", override: "override", skipped: "skip", signal: "\u2260 signal",
+    escalate: "\u26a0 escalates", judgement: "? judge", override: "override", skipped: "skip", signal: "\u2260 signal", route: "\u21c9 router",
     fallback_answer: "fallback", budget_exhausted: "budget", rule_fired: "\u00a7 rule", answer: "\u2605 answer",
     llm_error: "model error", invalid_output: "invalid output", decomposition_failed: "plan failed" };
   var $ = function (id) { return document.getElementById(id); };
@@ -85,6 +85,18 @@
   }
 
   // ---- the answer ------------------------------------------------------------------------
+  // which road's answer stands and why: the learned router's decision, or the hand-set verdict of two roads
+  function roadLine(a) {
+    var route = a.route || {};
+    if (route.winner) {
+      var stop = route.stop || {};
+      var decided = route.choose || (stop.taken ? stop : null);
+      return "Road: " + route.winner + (decided ? " \u2014 " + decided.reason : " \u2014 the roads agree");
+    }
+    if (a.roads) return "Road: " + a.roads.winner + " \u2014 " + a.roads.reason;
+    return "";
+  }
+
   function showAnswer(data) {
     var a = data.answer;
     $("answer").textContent = a.answer;
@@ -93,6 +105,8 @@
     $("account").textContent = a.llm_calls + " LLM calls, " + a.prompt_tokens + " + " + a.completion_tokens +
       " tokens, " + Number(a.seconds).toFixed(1) + " s, backtracks " + a.backtracks.local + " local / " +
       a.backtracks.global + " global, run " + a.run_id;
+    $("road").textContent = roadLine(a);
+    $("road").hidden = !$("road").textContent;
     var steps = $("steps");
     clear(steps);
     a.subquestions.forEach(function (s) {
