@@ -54,6 +54,10 @@ RECORDED: list[tuple[str, ev.EventBody]] = [
     ("supervisor", ev.Signal(signal="two-roads", fired=True, step=None, detail="chain 'X' vs whole question 'Y'",
                              values={"chain": "X", "whole": "Y", "scores": [0.5, 0.25]})),
     ("supervisor", ev.Signal(signal="same-answer-twice", fired=False)),
+    ("supervisor", ev.Route(stage="stop", probability=0.42, threshold=0.9, taken=False,
+                            reason="learned stop: P = 0.42 < 0.90, the chain runs",
+                            features={"first_confidence": 0.61, "question_yes_no": 0.0},
+                            contributions={"first_confidence": -0.3, "question_yes_no": 0.1})),
     ("controller", ev.Answer(answer="508,000", uncertain=True, reason="a step could not be verified",
                              rules=("either-or-options",))),
 ]

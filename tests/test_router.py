@@ -164,3 +164,16 @@ def test_router_off_keeps_the_hand_set_roads(index, log, tmp_path):
     answer = routed(llm, index, log, None, router="off").ask(MOTHER_Q)
     assert answer.route is None and answer.backtracks["global"] == 1  # the losing chain rolled back, as before
     assert not [e for e in log.events(answer.run_id) if e.type == "route"]
+
+
+def test_the_trace_names_the_decision_and_the_features_that_pushed_it_most(index, log, tmp_path):
+    from reagent_local.core import events as ev
+    from reagent_local.trace.describe import summarize
+
+    llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
+    model = LogisticModel(("first_confidence", "question_words"), (0.5, 2.0), (0.2, 1.0), (2.0, 0.1), 0.0, 0.9)
+    answer = routed(llm, index, log, router_file(tmp_path, model, None)).ask(MOTHER_Q)
+    (event,) = [e for e in log.events(answer.run_id) if e.type == "route"]
+    line = summarize(ev.decode(event))
+    assert line.startswith("router stop: learned stop: P = ") and "(most: first_confidence +" in line
+    assert line.index("first_confidence") < line.index("question_words")  # the larger share first

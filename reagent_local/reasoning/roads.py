@@ -98,22 +98,19 @@ class SecondRoad:
         one takes the whole question's; two answers meet on the channel and the supervisor's router chooses
         (collecting train runs, the chain's answer stands whatever it chose)."""
         run, whole = self.run, self.whole
-        if run.route is not None:
-            run.route["chain"] = chain.answer
+        route = run.route if run.route is not None else {}  # read_first began it
+        route["chain"] = chain.answer
         if is_unknown(chain.answer):
-            if run.route is not None:
-                run.route["winner"] = WHOLE if whole is not None else None
+            route["winner"] = WHOLE if whole is not None else None
             return self.fallback()
         if whole is None or values_agree(chain.answer, whole.answer):
             run.signal("two-roads", False, "the whole question gave no answer" if whole is None
                        else f"both roads answer {chain.answer!r}")
-            if run.route is not None:
-                run.route["winner"] = CHAIN
+            route["winner"] = CHAIN
             return chain
         self._meet(self._routed_chain_road(chain), whole)
         won = run.verdict is not None and run.verdict.winner.name == WHOLE and run.settings.router == "learned"
-        if run.route is not None:
-            run.route["winner"] = WHOLE if won else CHAIN
+        route["winner"] = WHOLE if won else CHAIN
         if not won:
             return chain
         run.fallback_cited = self._whole_cited(whole)
@@ -186,7 +183,8 @@ class SecondRoad:
         # the passages the steps' answers came from, and (after a new plan) the first plan's
         found = [p for s in run.steps for p in s.cited] + list(run.earlier_cited)
         # read first (the router), the whole question reads as many of its own passages as the prompt takes
-        self.whole_evidence = team.retriever.gather(run.question, found, **({} if found else {"own": 6}))
+        first = self.routed and not run.steps
+        self.whole_evidence = team.retriever.gather(run.question, found, **({"own": 6} if first else {}))
         run.post(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
         (sent,) = team.assembler.read(self.loop.deliver().inbox(ASSEMBLER))
         try:
