@@ -50,6 +50,17 @@ def test_the_fit_learns_to_stop_when_the_first_road_is_sure_and_saves_calls():
     assert "| learned router" in text and "first_confidence" in text
 
 
+def test_questions_where_the_first_road_gave_no_answer_neither_stop_nor_hide_its_features():
+    examples = synthetic()
+    for i in range(0, len(examples), 10):  # the first road found nothing here: only the question's features
+        e = examples[i]
+        examples[i] = Example(e.id, {k: v for k, v in e.stop.items() if k.startswith("question_")}, None,
+                              0.0, e.second_f1, False, True, 1, 11)
+    fit = fit_router(examples, "reagent")
+    assert "first_confidence" in fit.router.stop.features
+    assert fit.report["stop_examples"] == len(examples) - 12
+
+
 def test_a_fit_where_stopping_never_pays_stores_no_stop_model():
     examples = [Example(f"q{i}", {"x": float(i % 7)}, None, 0.0, 1.0, True, True, 1, 5) for i in range(30)]
     fit = fit_router(examples, "adaptive")

@@ -57,6 +57,10 @@ def test_the_package_ships_a_router_of_each_kind_that_loads(kind):
     assert router.kind == kind and router.path == str(default_path(kind))
     for model in (router.stop, router.choose):
         assert model is None or 0.5 <= model.threshold <= 1.0
+    if router.fitted:  # fitted on train questions only, and it says where from
+        files = router.provenance["question_files"]
+        assert files and all(str(name).endswith("-train.txt") for name in files)
+        assert router.provenance["command"].startswith("reagent bench fit-router")
 
 
 def test_a_router_file_round_trips_and_a_broken_one_says_what_to_do(tmp_path):

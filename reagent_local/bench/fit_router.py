@@ -152,8 +152,9 @@ def fit_router(examples: Sequence[Example], kind: str, *, folds: int = 5, seed: 
     if len(examples) < 2 * folds:
         raise BenchRunError(f"{len(examples)} train questions are too few to fit a router ({2 * folds} at least)",
                             hint="run more train questions (`reagent bench run ... --ids DATASET-train.txt`)")
-    stop_names = sorted(set.intersection(*(set(e.stop) for e in examples)))
-    chooses = [e for e in examples if e.choose is not None]
+    # a road that gave no answer has no features of its answer: names come from the rows each model is fitted on
+    stops, chooses = _stop_rows(examples), [e for e in examples if e.choose is not None]
+    stop_names = sorted(set.intersection(*(set(e.stop) for e in stops))) if stops else []
     choose_names = sorted(set.intersection(*(set(e.choose) for e in chooses))) if chooses else []
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
@@ -166,7 +167,8 @@ def fit_router(examples: Sequence[Example], kind: str, *, folds: int = 5, seed: 
             stop, choose = _fit_pair(train, stop_names, choose_names, l2)
             for i, e in enumerate(examples):
                 if fold_of[i] == fold:
-                    probs[i] = (_probabilities(stop, e.stop), _probabilities(choose, e.choose))
+                    probs[i] = (_probabilities(stop, e.stop if e.first_known else None),
+                                _probabilities(choose, e.choose))
         scored = []
         for t_stop in THRESHOLDS + (NEVER,):
             for t_choose in THRESHOLDS + (NEVER,):
