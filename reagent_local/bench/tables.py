@@ -20,10 +20,12 @@ LABELS = {
     "closed-book": "closed-book",
     "rag": "single-step RAG",
     "ircot": "IRCoT-style",
+    "adaptive": "adaptive (learned: RAG, or IRCoT)",
     "reagent-both": "ReAgent, backtracking both",
     "reagent-none": "ReAgent, backtracking none",
     "reagent-local": "ReAgent, backtracking local",
     "reagent-global": "ReAgent, backtracking global",
+    "reagent-collect": "ReAgent, collecting both roads",
 }
 
 
