@@ -181,3 +181,22 @@ def test_the_trace_names_the_decision_and_the_features_that_pushed_it_most(index
     line = summarize(ev.decode(event))
     assert line.startswith("router stop: learned stop: P = ") and "(most: first_confidence +" in line
     assert line.index("first_confidence") < line.index("question_words")  # the larger share first
+
+
+def test_a_router_that_learned_neither_decision_never_reads_the_whole_question(index, log, tmp_path):
+    llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
+    answer = routed(llm, index, log, router_file(tmp_path, None, None)).ask(MOTHER_Q)
+    assert answer.answer == "the painter" and answer.route["winner"] == "chain" and "whole" not in answer.route
+    assert len(llm.requests_for("SubAnswer")) == 2  # the two steps only
+    assert not [e for e in log.events(answer.run_id) if e.type == "route"]
+
+
+def test_a_router_with_only_a_choice_reads_the_whole_question_after_the_chain_over_its_own_passages(index, log,
+                                                                                                   tmp_path):
+    llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
+    answer = routed(llm, index, log, router_file(tmp_path, None, constant(0.8, 0.6))).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and answer.route["whole"] == "Ilse Lind" and "stop" not in answer.route
+    assert llm.requests[0].schema == "Decomposition" and MOTHER_Q in llm.requests[-1].messages[-1]["content"]
+    whole = [e for e in log.events(answer.run_id) if e.type == "message"
+             and e.payload["body"] == "EvidenceFound" and e.payload["payload"]["step"] is None]
+    assert len(whole) == 1 and len(whole[0].payload["payload"]["passages"]) <= 6

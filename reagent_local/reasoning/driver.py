@@ -56,7 +56,7 @@ class QuestionRun:
         status, reason, final = "ok", "", Assembly("unknown")
         try:
             if settings.global_backtracking and settings.two_roads and self.roads.routed:
-                stopped = self.roads.read_first()  # the learned router may settle the question here
+                stopped = self.roads.begin()  # the learned router may settle the question here
                 if stopped is not None:
                     return finish(run, self.calls, stopped.answer, status, reason)
             self.start(team.decomposer.plan(run.question))

@@ -6,9 +6,11 @@ channel round (two asserts carrying the roads), the channel escalates a disagree
 the supervisor's verdict comes back through the driver (:meth:`SecondRoad.settled`), and a
 chain that loses is rolled back at its weakest step and solved again once.
 
-With the learned router (``pipeline.router``), the whole question is read first, before any plan
-(:meth:`SecondRoad.read_first`): the supervisor may stop there; otherwise the chain runs and, when
-the roads disagree, they meet on the channel as before and the supervisor's learned choice stands.
+With the learned router (``pipeline.router``), the whole question is read over its own passages
+only, as the router's train runs read it: first, before any plan, when the router has a stop
+model (:meth:`SecondRoad.read_first`: the supervisor may stop there); after the chain when it
+has only a choice model; not at all when it has neither. When the roads disagree they meet on the
+channel as before and the supervisor's learned choice stands.
 """
 
 from __future__ import annotations
@@ -49,11 +51,20 @@ class SecondRoad:
         """The learned router (or its data collection) settles the roads."""
         return self.run.settings.router != "off"
 
+    def begin(self) -> Assembly | None:
+        """Router on, before any plan: the route starts; with a stop model (or collecting) the whole question is
+        read and the supervisor decides whether its answer settles the question. Returns that answer, or None
+        to go on with the chain."""
+        router = self.run.team.supervisor.router
+        self.run.route = {"router": router.describe() if router else None}
+        if self.run.settings.router == "collect" or (router is not None and router.stop is not None):
+            return self.read_first()
+        return None
+
     def read_first(self) -> Assembly | None:
-        """Router on: the whole question is read before any plan, and the supervisor decides whether its answer
-        settles the question (the chain's calls saved); returns that answer, or None to go on with the chain."""
+        """The whole question read before any plan; the supervisor's stop decision on its answer (the chain's calls
+        saved when it stops). Returns that answer, or None to go on with the chain."""
         run = self.run
-        run.route = {"router": run.team.supervisor.router.describe() if run.team.supervisor.router else None}
         whole = self._whole_road()
         run.route["whole"] = whole.answer if whole is not None else None
         decision = run.team.supervisor.route_stop(run.question, whole)
@@ -97,12 +108,20 @@ class SecondRoad:
         """The chain's answer against the whole question's read first: the same answer stands; a chain without
         one takes the whole question's; two answers meet on the channel and the supervisor's router chooses
         (collecting train runs, the chain's answer stands whatever it chose)."""
-        run, whole = self.run, self.whole
-        route = run.route if run.route is not None else {}  # read_first began it
+        run = self.run
+        route = run.route if run.route is not None else {}  # begin() started it
         route["chain"] = chain.answer
+        router = run.team.supervisor.router
         if is_unknown(chain.answer):
+            whole = self._whole_road()
+            route.setdefault("whole", whole.answer if whole is not None else None)
             route["winner"] = WHOLE if whole is not None else None
             return self.fallback()
+        if run.settings.router == "learned" and (router is None or router.choose is None):
+            route["winner"] = CHAIN  # nothing learned prefers the whole question: it is not read
+            return chain
+        whole = self._whole_road()
+        route.setdefault("whole", whole.answer if whole is not None else None)
         if whole is None or values_agree(chain.answer, whole.answer):
             run.signal("two-roads", False, "the whole question gave no answer" if whole is None
                        else f"both roads answer {chain.answer!r}")
@@ -182,9 +201,10 @@ class SecondRoad:
         team.controller.check_budget()
         # the passages the steps' answers came from, and (after a new plan) the first plan's
         found = [p for s in run.steps for p in s.cited] + list(run.earlier_cited)
-        # read first (the router), the whole question reads as many of its own passages as the prompt takes
-        first = self.routed and not run.steps
-        self.whole_evidence = team.retriever.gather(run.question, found, **({"own": 6} if first else {}))
+        if self.routed:  # as the router's train runs read it: the question's own passages, as many as fit
+            self.whole_evidence = team.retriever.gather(run.question, [], own=6)
+        else:
+            self.whole_evidence = team.retriever.gather(run.question, found)
         run.post(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
         (sent,) = team.assembler.read(self.loop.deliver().inbox(ASSEMBLER))
         try:
