@@ -87,7 +87,7 @@ def test_a_decision_shows_its_probability_threshold_and_each_features_share():
     assert sure.taken and not unsure.taken
     assert sure.contributions == {"first_confidence": 3.2, "first_grounded": 1.0}
     assert sure.probability == pytest.approx(1 / (1 + math.exp(-4.2)))
-    assert "P = 0.99 >= 0.70" in sure.reason("whole question's") and "< 0.70" in unsure.reason("whole question's")
+    assert "P = 0.985 >= 0.70" in sure.reason("whole question's") and "< 0.70" in unsure.reason("whole question's")
     assert json.loads(json.dumps(sure.to_json()))["threshold"] == 0.7
 
 
@@ -121,7 +121,7 @@ def test_a_sure_whole_question_answer_read_first_stops_the_run_before_any_plan(i
     assert llm.requests_for("Decomposition") == [] and len(llm.requests_for("SubAnswer")) == 1
     assert answer.route["winner"] == "whole question" and answer.route["stop"]["taken"]
     assert answer.route["stop"]["features"]["first_confidence"] == pytest.approx(0.9, abs=0.01)
-    assert answer.passages and answer.road_line().startswith("road: whole question (learned stop: P = 0.95")
+    assert answer.passages and answer.road_line().startswith("road: whole question (learned stop: P = 0.950 >= 0.90")
     (event,) = [e for e in log.events(answer.run_id) if e.type == "route"]
     assert event.agent == "supervisor" and event.payload["stage"] == "stop" and event.payload["taken"]
     assert answer.answer_before_backtracking is None  # the chain never ran: its answer is not known
@@ -135,7 +135,7 @@ def test_when_the_run_goes_on_the_learned_choice_settles_disagreeing_roads_witho
     assert llm.requests_for("OptionAnswer") == []  # no model call chose
     assert answer.route["winner"] == "whole question" and answer.route["choose"]["taken"]
     assert answer.route["chain"] == "the painter" and answer.route["whole"] == "Ilse Lind"
-    assert answer.roads["winner"] == "whole question" and "learned choose: P = 0.80 >= 0.60" in answer.roads["reason"]
+    assert answer.roads["winner"] == "whole question" and "learned choose: P = 0.800 >= 0.60" in answer.roads["reason"]
     assert answer.answer_before_backtracking == "the painter"
     stages = [e.payload["stage"] for e in log.events(answer.run_id) if e.type == "route"]
     assert stages == ["stop", "choose"]
@@ -150,7 +150,7 @@ def test_a_chain_the_router_prefers_stands(index, log, tmp_path):
     llm = two_roads_llm("the painter", 0.2, "Ilse Lind", 0.9)
     answer = routed(llm, index, log, router_file(tmp_path, None, constant(0.2, 0.6))).ask(MOTHER_Q)
     assert answer.answer == "the painter" and answer.route["winner"] == "chain"
-    assert "road: chain (learned choose: P = 0.20 < 0.60" in answer.road_line()
+    assert "road: chain (learned choose: P = 0.200 < 0.60" in answer.road_line()
 
 
 def test_collecting_reads_both_roads_and_keeps_the_chains_answer_whatever_a_router_file_says(index, log, tmp_path):
@@ -188,6 +188,7 @@ def test_a_router_that_learned_neither_decision_never_reads_the_whole_question(i
     answer = routed(llm, index, log, router_file(tmp_path, None, None)).ask(MOTHER_Q)
     assert answer.answer == "the painter" and answer.route["winner"] == "chain" and "whole" not in answer.route
     assert len(llm.requests_for("SubAnswer")) == 2  # the two steps only
+    assert answer.road_line() == "road: chain (the whole question was not needed)"
     assert not [e for e in log.events(answer.run_id) if e.type == "route"]
 
 

@@ -157,7 +157,7 @@ class RouteDecision:
         sign = ">=" if self.taken else "<"
         what = ("the chain's calls are saved" if self.taken else "the chain runs") if self.stage == "stop" else \
             (f"the {first} answer is taken" if self.taken else "the other answer is taken")
-        return f"learned {self.stage}: P = {self.probability:.2f} {sign} {self.threshold:.2f}, {what}"
+        return f"learned {self.stage}: P = {self.probability:.3f} {sign} {self.threshold:.2f}, {what}"
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,8 @@ class Answer:
         stop = route.get("stop") or {}
         decided = route.get("choose") or (stop if stop.get("taken") else {})
         why = decided.get("reason", "")
+        if not why and winner == "chain":
+            why = "the whole question's answer agrees" if route.get("whole") else "the whole question was not needed"
         return f"road: {winner}" + (f" ({why})" if why else "")
 
     def account_line(self) -> str:

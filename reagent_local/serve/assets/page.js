@@ -91,7 +91,8 @@
     if (route.winner) {
       var stop = route.stop || {};
       var decided = route.choose || (stop.taken ? stop : null);
-      return "Road: " + route.winner + (decided ? " \u2014 " + decided.reason : " \u2014 the roads agree");
+      return "Road: " + route.winner + (decided ? " \u2014 " + decided.reason
+        : route.whole ? " \u2014 the whole question's answer agrees" : "");
     }
     if (a.roads) return "Road: " + a.roads.winner + " \u2014 " + a.roads.reason;
     return "";
