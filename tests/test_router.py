@@ -10,12 +10,11 @@ import pytest
 from reagent_local.agents.logistic import LogisticModel
 from reagent_local.agents.router import (KINDS, ChainShape, Reading, Router, choice_features, default_path,
                                          load_router, overlap, question_features, stop_features, write_router)
-from reagent_local.core.log import EventLog
 from reagent_local.errors import ConfigError
 from reagent_local.reasoning.pipeline import Pipeline
 
 from scenario_runs import scenario_config
-from test_pipeline_scripted import MOTHER_Q, roads_index, two_roads_llm
+from test_pipeline_scripted import MOTHER_Q, index, log, roads_index, two_roads_llm  # noqa: F401 (fixtures)
 
 
 def constant(probability: float, threshold: float = 0.5) -> LogisticModel:
@@ -29,25 +28,9 @@ def router_file(tmp_path, stop: LogisticModel | None, choose: LogisticModel | No
     return path
 
 
-@pytest.fixture
-def log(tmp_path):
-    with EventLog(tmp_path / "log.duckdb") as event_log:
-        yield event_log
-
-
-@pytest.fixture
-def index():
-    from reagent_local.testing import InMemoryIndex
-
-    idx = InMemoryIndex()
-    idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")
-    idx.add("Mara Lind", "Mara Lind (born 1961) is a Danish director. Her mother is the painter Ilse Lind.")
-    return roads_index(idx)
-
-
 def routed(llm, index, log, path, router: str = "learned", **kw) -> Pipeline:
     config = scenario_config(two_roads=True, min_confidence=0.0, router=router, router_file=path, **kw)
-    return Pipeline(config, llm=llm, retriever=index, log=log)
+    return Pipeline(config, llm=llm, retriever=roads_index(index), log=log)
 
 
 # -- the file ------------------------------------------------------------------------------------
