@@ -134,6 +134,7 @@ def test_a_chain_the_router_prefers_stands(index, log, tmp_path):
     answer = routed(llm, index, log, router_file(tmp_path, None, constant(0.2, 0.6))).ask(MOTHER_Q)
     assert answer.answer == "the painter" and answer.route["winner"] == "chain"
     assert "road: chain (learned choose: P = 0.200 < 0.60" in answer.road_line()
+    assert not [e for e in log.events(answer.run_id) if e.type == "rule_fired" and e.payload["stage"] == "trust"]
 
 
 def test_collecting_reads_both_roads_and_keeps_the_chains_answer_whatever_a_router_file_says(index, log, tmp_path):

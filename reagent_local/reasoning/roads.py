@@ -138,7 +138,7 @@ class SecondRoad:
     def _routed_chain_road(self, chain: Assembly) -> Road:
         """The chain's answer as a road, with the features the router reads of it (agents/router.py)."""
         run = self.run
-        road = self._chain_road(chain)
+        road, _ = self._untrusted_chain_road(chain)  # the router weighs the chain itself: no trust rule runs
         reading = Reading(chain.answer, road.confidence, road.grounded, road.problem is None,
                           len(dict(road.statement.provenance)))
         answered = [s for s in run.steps if s.done and s.statement is not None]
@@ -225,6 +225,11 @@ class SecondRoad:
 
     def _chain_road(self, chain: Assembly) -> Road:
         """The chain's answer as a road, as sure as its least sure step; the supervisor says whether it is trusted."""
+        road, how = self._untrusted_chain_road(chain)
+        return self.run.team.supervisor.trust_chain(self.run.question, road, how)
+
+    def _untrusted_chain_road(self, chain: Assembly) -> tuple[Road, ChainFacts]:
+        """The chain's answer as a road and how it came about, before any judgement of trust."""
         run = self.run
         answered = [s for s in run.steps if s.done and s.statement is not None]
         confidence = min((s.statement.confidence for s in answered if s.statement is not None), default=0.0)
@@ -235,8 +240,7 @@ class SecondRoad:
         how = ChainFacts(rule=chain.rule, answered=len(answered), steps=len(run.steps),
                          checked=every_fact and not any(s.uncertain for s in run.steps), replanned=run.replanned)
         statement = final_statement(run.question, chain.answer, confidence=confidence, cited=cited)
-        road = Road(CHAIN, chain.answer, statement, confidence, problem, supported(chain.answer, cited))
-        return run.team.supervisor.trust_chain(run.question, road, how)
+        return Road(CHAIN, chain.answer, statement, confidence, problem, supported(chain.answer, cited)), how
 
     def _whole_cited(self, road: Road) -> tuple[EvidencePassage, ...]:
         """The passages the whole question's answer came from (the first passage read, if it cited none)."""
