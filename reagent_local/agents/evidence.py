@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from ..dates import YEAR
 from ..retrieval.passages import Origin
@@ -135,6 +135,16 @@ def values_agree(a: str, b: str) -> bool:
     return bool(ta) and bool(tb) and (ta <= tb or tb <= ta)
 
 
-def supported(answer: str, passages: Sequence[EvidencePassage]) -> bool:
+class Titled(Protocol):
+    """A passage as ``supported`` reads it: an agent's EvidencePassage or a baseline's retrieved Passage."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+def supported(answer: str, passages: Sequence[Titled]) -> bool:
     """A yes or no, or an answer found in the passages (their titles included)."""
     return is_yes_no_value(answer) or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])

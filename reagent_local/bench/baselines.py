@@ -6,12 +6,11 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field
 
-from ..agents.evidence import grounded_in, is_unknown
+from ..agents.evidence import is_unknown, supported
 from ..agents.router import Reading
 from ..errors import LLMOutputError
 from ..rules import RuleSet, answer_type_problem
 from ..runtime.prompts import render_messages
-from ..text import is_yes_no_value
 from ..retrieval.passages import Passage
 from .methods import CallTally, MethodContext, MethodResult, error_text, format_passages, retrieve
 
@@ -86,6 +85,6 @@ def reading_of(ctx: MethodContext, question: str, answer: str, passages: Sequenc
     """What a router reads of a baseline's answer: the model's confidence, grounding, type fit, passages."""
     if is_unknown(answer) or not answer:
         return Reading(answer or "unknown", 0.0, False, False, len(passages), unknown=True)
-    grounded = is_yes_no_value(answer) or grounded_in(answer, [f"{p.title}: {p.text}" for p in passages])
+    grounded = supported(answer, passages)
     fits = answer_type_problem(question, answer, RuleSet(ctx.config.pipeline.rules), final=True) is None
     return Reading(answer, probability if probability is not None else 0.5, grounded, fits, len(passages))

@@ -78,7 +78,7 @@ class SecondRoad:
     def answer(self, chain: Assembly) -> Assembly:
         """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
         a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step.
-        With the router every chain meets the whole question read first, and the learned choice stands."""
+        With the router, :meth:`_routed_answer` instead."""
         if self.routed:
             return self._routed_answer(chain)
         run = self.run
@@ -117,7 +117,7 @@ class SecondRoad:
             route.setdefault("whole", whole.answer if whole is not None else None)
             route["winner"] = WHOLE if whole is not None else None
             return self.fallback()
-        if run.settings.router == "learned" and (router is None or router.choose is None):
+        if run.settings.router == "learned" and router is not None and router.choose is None:
             route["winner"] = CHAIN  # nothing learned prefers the whole question: it is not read
             return chain
         whole = self._whole_road()
