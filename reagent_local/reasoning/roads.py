@@ -65,8 +65,7 @@ class SecondRoad:
         """The whole question read before any plan; the supervisor's stop decision on its answer (the chain's calls
         saved when it stops). Returns that answer, or None to go on with the chain."""
         run = self.run
-        whole = self._whole_road()
-        run.route["whole"] = whole.answer if whole is not None else None
+        whole = self._routed_whole()
         decision = run.team.supervisor.route_stop(run.question, whole)
         run.routed(decision, decision.reason("whole question's"))
         if not decision.taken or whole is None:
@@ -113,15 +112,13 @@ class SecondRoad:
         route["chain"] = chain.answer
         router = run.team.supervisor.router
         if is_unknown(chain.answer):
-            whole = self._whole_road()
-            route.setdefault("whole", whole.answer if whole is not None else None)
+            whole = self._routed_whole()
             route["winner"] = WHOLE if whole is not None else None
             return self.fallback()
         if run.settings.router == "learned" and router is not None and router.choose is None:
             route["winner"] = CHAIN  # nothing learned prefers the whole question: it is not read
             return chain
-        whole = self._whole_road()
-        route.setdefault("whole", whole.answer if whole is not None else None)
+        whole = self._routed_whole()
         if whole is None or values_agree(chain.answer, whole.answer):
             run.signal("two-roads", False, "the whole question gave no answer" if whole is None
                        else f"both roads answer {chain.answer!r}")
@@ -134,6 +131,13 @@ class SecondRoad:
             return chain
         run.fallback_cited = self._whole_cited(whole)
         return Assembly(whole.answer, "two-roads")
+
+    def _routed_whole(self) -> Road | None:
+        """The whole question's road (read once), its answer kept in the route."""
+        whole = self._whole_road()
+        if self.run.route is not None:
+            self.run.route["whole"] = whole.answer if whole is not None else None
+        return whole
 
     def _routed_chain_road(self, chain: Assembly) -> Road:
         """The chain's answer as a road, with the features the router reads of it (agents/router.py)."""
