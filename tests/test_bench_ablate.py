@@ -221,6 +221,22 @@ def test_refusals(scenario: dict, tmp_path: Path) -> None:
         run(method="reagent-none")
 
 
+def test_a_baseline_stopped_early_is_ablated_on_what_it_answered_when_asked(scenario: dict, tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    shutil.copytree(scenario["base"], base)
+    lines = (base / RECORDS_FILE).read_text().splitlines()
+    (base / RECORDS_FILE).write_text("\n".join(lines[:-3]) + "\n")  # stopped with three questions to go
+    answered = [json.loads(line)["id"] for line in lines[:-3]]
+    with pytest.raises(BenchRunError, match="is not finished: 3 of 10") as info:
+        ablate(scenario, ["setting:pipeline.min_confidence=0"], tmp_path / "refused", baselines=[base])
+    assert "--answered-only" in info.value.hint
+    (result,) = ablate(scenario, ["setting:pipeline.min_confidence=0"], tmp_path / "out", baselines=[base],
+                       answered_only=True)
+    assert list(paired(result)) == answered
+    assert "base: 7 of the 10 drawn questions (the run stopped early)" in result["labels"]
+    assert "7 of the 10 drawn questions" in (tmp_path / "out" / "ablation.md").read_text()
+
+
 def test_baselines_of_two_configurations_are_refused(scenario: dict, tmp_path: Path) -> None:
     run_ablation_baseline(scenario["data"], tmp_path / "other", config=ablation_config(**{"retrieval.top_k": 2}))
     with pytest.raises(BenchRunError, match="the baselines ran in 2 configurations"):

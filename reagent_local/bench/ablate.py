@@ -175,7 +175,7 @@ def _brief(record: Record) -> Record:
 
 def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str = "reagent-both", check: int = 0,
                   out: Path | None = None, resume: bool = False, allow_mixed: bool = False,
-                  resamples: int = RESAMPLES, console: Any = None, say: Callable[[str], None] | None = None,
+                  answered_only: bool = False, resamples: int = RESAMPLES, console: Any = None, say: Callable[[str], None] | None = None,
                   on_result: Callable[[Record], None] | None = None, llm: Any = None,
                   retriever: Callable[[Path], Retriever] | None = None,
                   answer_all: AnswerAll | None = None) -> list[Record]:
@@ -184,10 +184,12 @@ def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str 
     ``llm`` and ``retriever`` (a function of the baseline folder) replace the baseline's model
     and index in tests; by default each rerun loads the baseline's model and opens its index.
     ``answer_all`` answers the reruns of each baseline (``cluster.ray_answer_all``: in parallel).
+    ``answered_only`` accepts baselines stopped before their last question (their answered questions).
     """
     if check < 0:
         raise BenchRunError(f"--check must be 0 or more, got {check}", hint="pass the number of questions to check")
-    plan = plan_ablations(folders, whats, method=method, check=check, out=out, allow_mixed=allow_mixed)
+    plan = plan_ablations(folders, whats, method=method, check=check, out=out, allow_mixed=allow_mixed,
+                          answered_only=answered_only)
     if not resume:
         _refuse_existing(plan.steps)
     if llm is None:

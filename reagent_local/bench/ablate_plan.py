@@ -109,10 +109,11 @@ def _parts(ablation: Ablation, baselines: Sequence[Baseline], found: dict[str, d
 
 
 def plan_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str, check: int, out: Path | None,
-                   allow_mixed: bool) -> Plan:
+                   allow_mixed: bool, answered_only: bool = False) -> Plan:
     """The baselines, their configuration, and per ablation the questions each baseline answers again."""
-    baselines = load_baselines(folders, method, allow_mixed=allow_mixed)
+    baselines = load_baselines(folders, method, allow_mixed=allow_mixed, answered_only=answered_only)
     labels = _check_commit(baselines, allow_mixed)
+    labels += [stopped for b in baselines if (stopped := b.stopped_early)]
     config = rebuild_config(baselines[0].resolved)
     if rebuilt_id(config) != baselines[0].config_id:
         changes = config_differences(baselines[0].resolved, config_dict(config))

@@ -1,5 +1,8 @@
 """A baseline for ``bench ablate``: one method's complete records in a run folder, at one commit and configuration.
 
+A run stopped before its last question is a baseline only when asked (``answered_only``): its
+answered questions are then the baseline's questions, and the ablation says how many were drawn.
+
 The configuration the baseline ran with is rebuilt from its ``config.json`` (this machine's
 paths and threads, which are not part of a configuration), so an ablation changes exactly
 one thing against it; the rebuilt configuration must hash to the baseline's ``config_id``.
@@ -33,6 +36,14 @@ class Baseline:
     commit: str
     config_id: str
     resolved: dict[str, Any]  # the resolved configuration its records ran with
+    drawn: int = 0  # the questions the run drew (more than len(records) when it stopped early)
+
+    @property
+    def stopped_early(self) -> str | None:
+        """What an ablation on this baseline says of a run that stopped before its last question, or None."""
+        if self.drawn <= len(self.records):
+            return None
+        return f"{self.label}: {len(self.records)} of the {self.drawn} drawn questions (the run stopped early)"
 
     @property
     def label(self) -> str:
@@ -62,9 +73,9 @@ class Baseline:
         return path
 
 
-def load_baseline(folder: Path, method: str, *, allow_mixed: bool = False) -> Baseline:
-    """The records of ``method`` in ``folder``: every drawn question answered, one configuration, one commit
-    (several only with ``allow_mixed``)."""
+def load_baseline(folder: Path, method: str, *, allow_mixed: bool = False, answered_only: bool = False) -> Baseline:
+    """The records of ``method`` in ``folder``: every drawn question answered (or, with ``answered_only``, those
+    answered, in draw order), one configuration, one commit (several only with ``allow_mixed``)."""
     folder = Path(folder)
     run = read_run_config(folder)
     records = read_records(folder / RECORDS_FILE)
@@ -76,11 +87,12 @@ def load_baseline(folder: Path, method: str, *, allow_mixed: bool = False) -> Ba
     mine = {str(r["id"]): r for r in records if r["method"] == method}
     ids = [str(i) for i in run.get("question_ids") or mine]
     missing = [i for i in ids if i not in mine]
-    if missing:
+    if missing and not (answered_only and mine):
         raise BenchRunError(f"{folder} is not finished: {len(missing)} of {len(ids)} questions have no {method} "
                             f"record ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})",
-                            hint="finish it with the same `reagent bench run ... --resume` first")
-    chosen = [mine[i] for i in ids]
+                            hint="finish it with the same `reagent bench run ... --resume` first, or pass "
+                                 "--answered-only to ablate the questions it answered")
+    chosen = [mine[i] for i in ids if i in mine]
     origin = origins(chosen, folder_config_id(run))
     if len(origin["configs"]) > 1:
         raise BenchRunError(f"{method} in {folder} mixes records of {describe(origin)}",
@@ -89,7 +101,7 @@ def load_baseline(folder: Path, method: str, *, allow_mixed: bool = False) -> Ba
     check_single(origin, f"{method} in {folder}", allow_mixed=allow_mixed)
     (cid,) = origin["configs"]
     resolved = _resolved(run, cid, folder)
-    return Baseline(folder, run, method, chosen, next(iter(origin["commits"])), cid, resolved)
+    return Baseline(folder, run, method, chosen, next(iter(origin["commits"])), cid, resolved, drawn=len(ids))
 
 
 def _resolved(run: Mapping[str, Any], cid: str, folder: Path) -> dict[str, Any]:
@@ -102,9 +114,10 @@ def _resolved(run: Mapping[str, Any], cid: str, folder: Path) -> dict[str, Any]:
     return dict(configs[cid])
 
 
-def load_baselines(folders: Sequence[Path], method: str, *, allow_mixed: bool = False) -> list[Baseline]:
+def load_baselines(folders: Sequence[Path], method: str, *, allow_mixed: bool = False,
+                   answered_only: bool = False) -> list[Baseline]:
     """Several baselines (one per dataset, say) that make one table: one configuration, one commit."""
-    baselines = [load_baseline(f, method, allow_mixed=allow_mixed) for f in folders]
+    baselines = [load_baseline(f, method, allow_mixed=allow_mixed, answered_only=answered_only) for f in folders]
     labels = [b.label for b in baselines]
     twice = sorted({label for label in labels if labels.count(label) > 1})
     if twice:

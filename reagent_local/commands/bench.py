@@ -204,13 +204,17 @@ def fit_router_cmd(folders: tuple[Path, ...], kind: str, out: Path | None, repor
 @click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per ablation, one a line.")
 @ALLOW_MIXED
+@click.option("--answered-only", is_flag=True,
+              help="Accept baselines stopped before their last question: ablate the questions they answered "
+                   "(the tables say how many of how many drawn).")
 @ray_option
 @click.option("--ray-threads", type=int, default=None, metavar="N",
               help="With --ray: llama.cpp threads (and CPUs) per worker, each holding one model [default: 1].")
 @click.option("--ray-workers", type=int, default=None, metavar="N",
               help="With --ray: workers [default: the cluster's CPUs / --ray-threads].")
 def ablate_cmd(baselines: tuple[Path, ...], whats: tuple[str, ...], method: str, check: int, out: Path | None,
-               resume: bool, resamples: int, as_json: bool, allow_mixed: bool, ray_address: str | None,
+               resume: bool, resamples: int, as_json: bool, allow_mixed: bool, answered_only: bool,
+               ray_address: str | None,
                ray_threads: int | None, ray_workers: int | None) -> None:
     """What each rule, setting or backtracking kind adds, paired over every question of the baseline runs.
 
@@ -249,7 +253,8 @@ def ablate_cmd(baselines: tuple[Path, ...], whats: tuple[str, ...], method: str,
 
             answer_all = ray_answer_all(ray, threads=ray_threads or 1, workers=ray_workers, notes=notes)
         results = run_ablations(folders, list(whats), method=method, check=check, out=out, resume=resume,
-                                allow_mixed=allow_mixed, resamples=resamples, console=Console(stderr=True), say=info,
+                                allow_mixed=allow_mixed, answered_only=answered_only, resamples=resamples,
+                                console=Console(stderr=True), say=info,
                                 on_result=show, answer_all=answer_all)
     for note in notes:
         info(note)
