@@ -175,7 +175,8 @@ def _brief(record: Record) -> Record:
 
 def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str = "reagent-both", check: int = 0,
                   out: Path | None = None, resume: bool = False, allow_mixed: bool = False,
-                  answered_only: bool = False, resamples: int = RESAMPLES, console: Any = None, say: Callable[[str], None] | None = None,
+                  answered_only: bool = False, resamples: int = RESAMPLES, console: Any = None,
+                  say: Callable[[str], None] | None = None,
                   on_result: Callable[[Record], None] | None = None, llm: Any = None,
                   retriever: Callable[[Path], Retriever] | None = None,
                   answer_all: AnswerAll | None = None) -> list[Record]:
