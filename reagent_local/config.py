@@ -119,9 +119,12 @@ DEFAULT_RULES: tuple[str, ...] = ("either-or-steps", "single-step-verbatim", "sp
 # Backtracking signals with no other switch, which ``pipeline.signals_off`` can silence: a silenced signal
 # sends nothing back, and what it found leaves the answer standing, marked uncertain.
 SWITCHABLE_SIGNALS = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
-# Silenced by default since the dev ablation: the assembler's three escalations fired on 1 or 2 of the 240
-# dev questions and changed no answer (docs/benchmarks.md, "Ablations"); ``signals_off = []`` brings them back.
-DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("value-conflict", "broken-bridge", "unfounded-step")
+# Silenced by default: the assembler's three escalations since the dev ablation (they fired on 1 or 2 of the 240
+# dev questions and changed no answer: docs/benchmarks.md, "Ablations"); the verifier's retry of an answer that
+# failed a check since the train ablation (on 95 train questions its retries fixed 1 answer and broke 3, for a
+# median call more; on the dev questions it changed none: docs/benchmarks.md, "Retries and signals on train").
+# ``signals_off = []`` brings them all back.
+DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
 # The other signals and the setting that switches each off.
 SIGNAL_SWITCHES = {"low-confidence": "min_confidence = 0", "off-subject": "the doubt rule off-subject (rules)",
                    "plan-failed": "max_replans = 0", "two-roads": "two_roads = false"}

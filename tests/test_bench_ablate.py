@@ -304,12 +304,15 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
 def test_a_signal_is_ablated_where_it_fired(scenario: dict, tmp_path: Path) -> None:
     from reagent_local.config import load_config
 
-    shipped = load_config(env={})  # the escalations are silenced by default: check-failed joins them
-    spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", shipped)
+    shipped = load_config(env={})  # check-failed and the escalations are silenced by default
+    for silenced in ("check-failed", "broken-bridge"):
+        with pytest.raises(BenchRunError, match="already silenced"):
+            resolve_spec(parse_spec(f"signal:{silenced}"), "reagent-both", shipped)
+    escalations_off = load_config({"pipeline.signals_off": ("value-conflict", "broken-bridge", "unfounded-step")},
+                                  env={})  # the defaults before the train ablation: check-failed joins them
+    spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", escalations_off)
     assert spec.marks == marks(signals=["check-failed"])
     assert spec.overrides == {"pipeline.signals_off": "value-conflict,broken-bridge,unfounded-step,check-failed"}
-    with pytest.raises(BenchRunError, match="already silenced"):
-        resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", shipped)
     live = resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", ablation_config())
     assert live.overrides == {"pipeline.signals_off": "broken-bridge"}
     # the low-confidence retries of the born questions raise low-confidence, never check-failed: nothing is rerun
