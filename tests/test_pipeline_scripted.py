@@ -467,7 +467,7 @@ def test_a_trusted_chain_needs_no_second_road(index, log):
     llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
     answer = pipeline(llm, roads_index(index), log, two_roads=True).ask(MOTHER_Q)
     assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0} and answer.signals == ()
-    assert answer.roads is None
+    assert answer.roads is None and answer.road_line() == "" == answer.to_dict()["road"]
     (signal,) = [e for e in log.events(answer.run_id) if e.type == "signal"]
     assert not signal.payload["fired"] and "trusted: rule chain-last-step" in signal.payload["detail"]
     assert len(llm.requests_for("SubAnswer")) == 2  # the two steps; the whole question was not read
@@ -500,6 +500,8 @@ def test_a_chain_that_loses_to_the_whole_question_is_rolled_back_at_its_weakest_
     assert [s.answer for s in answer.subquestions] == ["Mara Lind", "Ilse Lind"]
     assert answer.roads == {"chain": "the painter", "whole": "Ilse Lind", "winner": "whole question",
                             "judged": False, "reason": answer.roads["reason"]} and answer.roads["reason"]
+    # `ask` and the serve page say the hand-set verdict in one line, from one place
+    assert answer.road_line() == f"road: whole question ({answer.roads['reason']})" == answer.to_dict()["road"]
 
 
 def test_two_roads_that_disagree_meet_on_the_channel_and_the_supervisor_settles_them_in_the_trace(index, log):

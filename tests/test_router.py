@@ -172,7 +172,7 @@ def test_a_router_that_learned_neither_decision_never_reads_the_whole_question(i
     answer = routed(llm, index, log, router_file(tmp_path, None, None)).ask(MOTHER_Q)
     assert answer.answer == "the painter" and answer.route["winner"] == "chain" and "whole" not in answer.route
     assert len(llm.requests_for("SubAnswer")) == 2  # the two steps only
-    assert answer.road_line() == "road: chain (the whole question was not needed)"
+    assert answer.road_line() == "road: chain (the whole question was not needed)" == answer.to_dict()["road"]
     assert not [e for e in log.events(answer.run_id) if e.type == "route"]
 
 

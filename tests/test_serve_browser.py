@@ -57,6 +57,7 @@ def test_ask_watch_the_lanes_fill_in_then_read_the_answer(browser, tmp_path, cap
         assert browser.find_elements(By.CSS_SELECTOR, '.ev[data-type="rollback_global"]')
         assert browser.find_element(By.ID, "answer").text == "508,000"
         assert "backtracks 1 local / 1 global" in browser.find_element(By.ID, "account").text
+        assert not browser.find_element(By.ID, "road").is_displayed()  # one road: no verdict to show
         steps = browser.find_element(By.ID, "steps").text
         assert "In which state were the 1984 Summer Olympics held? → California" in steps
         passages = browser.find_element(By.ID, "passages").text

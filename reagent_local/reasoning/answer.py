@@ -74,6 +74,7 @@ class Answer:
         for sub, result in zip(data["subquestions"], self.subquestions):
             sub["passages"] = [p.to_dict() for p in result.passages]
         data["passages"] = [p.to_dict() for p in self.passages]
+        data["road"] = self.road_line()  # said once here, so that the serve page shows what `ask` prints
         return data
 
     @classmethod
@@ -105,11 +106,15 @@ class Answer:
         return [p.origin.label() for p in self.passages if p.origin is not None]
 
     def road_line(self) -> str:
-        """Which road's answer stands and why, when a learned router decided ("" otherwise)."""
+        """Which road's answer stands and why: the learned router's decision, else the hand-set verdict
+        between two disagreeing roads ("" when neither decided)."""
         route = self.route or {}
         winner = route.get("winner")
         if not winner:
-            return ""
+            roads = self.roads or {}
+            if not roads.get("winner"):
+                return ""
+            return f"road: {roads['winner']}" + (f" ({roads['reason']})" if roads.get("reason") else "")
         stop = route.get("stop") or {}
         decided = route.get("choose") or (stop if stop.get("taken") else {})
         why = decided.get("reason", "")

@@ -85,19 +85,6 @@
   }
 
   // ---- the answer ------------------------------------------------------------------------
-  // which road's answer stands and why: the learned router's decision, or the hand-set verdict of two roads
-  function roadLine(a) {
-    var route = a.route || {};
-    if (route.winner) {
-      var stop = route.stop || {};
-      var decided = route.choose || (stop.taken ? stop : null);
-      return "Road: " + route.winner + (decided ? " \u2014 " + decided.reason
-        : route.whole ? " \u2014 the whole question's answer agrees" : "");
-    }
-    if (a.roads) return "Road: " + a.roads.winner + " \u2014 " + a.roads.reason;
-    return "";
-  }
-
   function showAnswer(data) {
     var a = data.answer;
     $("answer").textContent = a.answer;
@@ -106,7 +93,7 @@
     $("account").textContent = a.llm_calls + " LLM calls, " + a.prompt_tokens + " + " + a.completion_tokens +
       " tokens, " + Number(a.seconds).toFixed(1) + " s, backtracks " + a.backtracks.local + " local / " +
       a.backtracks.global + " global, run " + a.run_id;
-    $("road").textContent = roadLine(a);
+    $("road").textContent = a.road || "";  // Answer.road_line(): the router's choice or the two roads' verdict
     $("road").hidden = !$("road").textContent;
     var steps = $("steps");
     clear(steps);
