@@ -110,16 +110,17 @@ class Answer:
         between two disagreeing roads ("" when neither decided)."""
         route = self.route or {}
         winner = route.get("winner")
-        if not winner:
+        if winner:
+            stop = route.get("stop") or {}
+            why = (route.get("choose") or (stop if stop.get("taken") else {})).get("reason", "")
+            if not why and winner == "chain":
+                why = ("the whole question's answer agrees" if route.get("whole")
+                       else "the whole question was not needed")
+        else:
             roads = self.roads or {}
-            if not roads.get("winner"):
-                return ""
-            return f"road: {roads['winner']}" + (f" ({roads['reason']})" if roads.get("reason") else "")
-        stop = route.get("stop") or {}
-        decided = route.get("choose") or (stop if stop.get("taken") else {})
-        why = decided.get("reason", "")
-        if not why and winner == "chain":
-            why = "the whole question's answer agrees" if route.get("whole") else "the whole question was not needed"
+            winner, why = roads.get("winner"), roads.get("reason", "")
+        if not winner:
+            return ""
         return f"road: {winner}" + (f" ({why})" if why else "")
 
     def account_line(self) -> str:
