@@ -46,8 +46,11 @@ def test_the_fit_learns_to_stop_when_the_first_road_is_sure_and_saves_calls():
     assert policy["f1"] > fit.report["always_second"] and policy["f1"] > fit.report["always_first"]
     assert policy["f1"] <= fit.report["oracle"] and policy["calls"] < fit.report["calls_always_second"]
     assert 0.2 < policy["stopped"] < 0.6
+    # the second road alone costs its own calls only (11 with the first read before it, less that one)
+    assert fit.report["calls_second_alone"] == 10 and fit.report["calls_always_first"] == 1
     text = render_fit(fit)
     assert "| learned router" in text and "first_confidence" in text
+    assert "| the chain alone | | 10.0 |" in text and "| always the chain, after the whole question |" in text
 
 
 def test_questions_where_the_first_road_gave_no_answer_neither_stop_nor_hide_its_features():
