@@ -232,11 +232,6 @@ def fit_folders(folders: Sequence[Path], kind: str, *, folds: int = 5, seed: int
     return Fit(replace(fit.router, provenance=provenance), fit.report)
 
 
-def _calls(report: Mapping[str, Any], key: str) -> str:
-    """A cost cell of the fit's report; blank in reports written before it was recorded."""
-    return f"{report[key]:.1f}" if key in report else ""
-
-
 def render_fit(fit: Fit) -> str:
     """The fit as Markdown: the policy against always one road and the oracle, then each model's weights."""
     r, router = fit.report, fit.router
@@ -249,8 +244,8 @@ def render_fit(fit: Fit) -> str:
              f"| learned router (stops on {policy.get('stopped', 0):.0%}) | {policy.get('f1', 0):.3f} | "
              f"{policy.get('calls', 0):.1f} |",
              f"| always the {second}, after the {first} | {r['always_second']:.3f} | {r['calls_always_second']:.1f} |",
-             *([f"| the {second} alone | | {r['calls_second_alone']:.1f} |"] if "calls_second_alone" in r else []),
-             f"| always the {first} | {r['always_first']:.3f} | {_calls(r, 'calls_always_first')} |",
+             f"| the {second} alone | | {r['calls_second_alone']:.1f} |",
+             f"| always the {first} | {r['always_first']:.3f} | {r['calls_always_first']:.1f} |",
              f"| oracle (the better per question) | {r['oracle']:.3f} | |", ""]
     for name, model in (("stop", router.stop), ("choose", router.choose)):
         if model is None:
