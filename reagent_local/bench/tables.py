@@ -1,4 +1,4 @@
-"""The README's result tables from run folders: one Markdown table per folder, one row per method.
+"""Result tables from run folders (docs/benchmarks.md): one Markdown table per folder, one row per method.
 
 Each row: EM (the best in bold), F1, support precision and recall, calls, tokens and seconds
 per question (mean, then median and p90 as ``stats`` defines them), and the commit the

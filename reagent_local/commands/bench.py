@@ -148,7 +148,7 @@ def profile_cmd(folder: Path, methods: tuple[str, ...], as_json: bool) -> None:
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @ALLOW_MIXED
 def tables_cmd(folders: tuple[Path, ...], allow_mixed: bool) -> None:
-    """The README's result tables: one per run folder, one row per method, with the commit of its records."""
+    """Result tables (docs/benchmarks.md): one per run folder, one row per method, with the commit of its records."""
     from ..bench.tables import tables
 
     click.echo(tables(list(folders), allow_mixed=allow_mixed), nl=False)
