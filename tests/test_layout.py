@@ -83,6 +83,60 @@ def test_no_import_cycles_in_the_package():
     assert _cycles(graph) == []
 
 
+def _top(module: str) -> str:
+    """The top-level part of the package a module belongs to: its subpackage, or itself when loose."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "reagent_local"
+
+
+def _package_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
+    """Subpackages (and loose modules) and the ones each imports; for each edge, one import that makes it."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {_top(name): set() for name in modules}
+    why: dict[tuple[str, str], str] = {}
+    for name, path in modules.items():
+        for imported in _imports(name, path, set(modules)):
+            a, b = _top(name), _top(imported)
+            if a != b:
+                graph[a].add(b)
+                why.setdefault((a, b), f"{name} imports {imported}")
+    return graph, why
+
+
+def _a_cycle(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """One cycle through the first member of a strongly connected component (breadth first: a shortest one)."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        node = frontier.pop(0)
+        for nxt in sorted(graph[node] & members):
+            if nxt == start:
+                return paths[node] + [start]
+            if nxt not in paths:
+                paths[nxt] = paths[node] + [nxt]
+                frontier.append(nxt)
+    return component
+
+
+def test_the_packages_import_each_other_one_way():
+    """The top-level subpackages form no cycle: every import points down (functions' imports included)."""
+    graph, why = _package_graph()
+    assert {"agents", "core", "reasoning", "rules", "config"} <= set(graph) and graph["reasoning"]
+    found = _cycles(graph)
+    shown = []
+    for component in found:
+        cycle = _a_cycle(component, graph)
+        shown.append(f"{', '.join(component)}, e.g. " + " -> ".join(cycle) + "\n" + "\n".join(f"    {why[a, b]}" for a, b in zip(cycle, cycle[1:])))
+    assert not found, "the packages import each other in a cycle:\n" + "\n".join(shown)
+
+
+def test_a_package_cycle_is_shown_with_the_imports_that_make_it():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _a_cycle(["a", "b", "c"], graph) == ["a", "b", "c", "a"]
+
+
 def test_the_cycle_finder_finds_a_cycle_through_a_type_checking_import(tmp_path):
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]

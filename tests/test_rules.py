@@ -6,7 +6,7 @@ import pytest
 
 from reagent_local.config import load_config
 from reagent_local.errors import ConfigError
-from reagent_local.reasoning.plan import plan_from
+from reagent_local.core.plan import plan_from
 from reagent_local.rules import RULES, RuleSet, answer_type_problem, describe_rules, resolve
 from reagent_local.rules.answer_types import number_missing, only_date_or_number, yes_no_mismatch
 from reagent_local.rules.assemble_rules import (

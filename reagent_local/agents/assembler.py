@@ -26,7 +26,7 @@ from ..rules.stages import ASSEMBLE, CONSTRAIN, SNAP
 from ..runtime.prompts import render_messages
 from ..text import is_yes_no_value
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, grounded_in, is_unknown
+from ..core.evidence import Evidence, EvidencePassage, grounded_in, is_unknown
 from .messages import EvidenceFound
 from .schemas import FinalAnswer, option_answer
 from .verifier import Candidate, read_passages

@@ -28,9 +28,9 @@ from typing import Callable, Collection, Mapping, Sequence
 
 from ..core.channel import Message
 from ..core.knowledge import Statement
-from ..reasoning.plan import SubQuestion
+from ..core.plan import SubQuestion
 from ..rules import RuleSet, answer_type_problem
-from .evidence import is_unknown
+from ..core.evidence import is_unknown
 from .messages import AnswerMade
 from .verifier import Attempt
 

@@ -15,7 +15,7 @@ import json
 from typing import Sequence
 
 from ..errors import LLMOutputError
-from ..reasoning.plan import Plan, SubQuestion, plan_from
+from ..core.plan import Plan, SubQuestion, plan_from
 from ..rules import RuleSet
 from ..rules.stages import PLAN_CHECK, PLAN_RESHAPE
 from ..runtime.llm import Message

@@ -34,13 +34,13 @@ from ..core.conflicts import ConflictChecker, minimal_conflict_set
 from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
 from ..errors import LLMOutputError
-from ..reasoning.plan import SubQuestion, dependents
+from ..core.plan import SubQuestion, dependents
 from ..rules import RuleSet
 from ..rules.stages import TRUST
 from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from .controller import Controller
-from .evidence import Evidence, format_evidence
+from ..core.evidence import Evidence, format_evidence
 from .messages import CHAIN, WHOLE, Road, RoadAnswer
 from .router import RouteDecision, Router, overlap, question_features
 from .schemas import option_answer

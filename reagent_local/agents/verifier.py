@@ -27,7 +27,7 @@ from ..rules.stages import DOUBT
 from ..runtime.prompts import render_messages
 from ..text import is_yes_no_value, normalize
 from . import PROMPTS, Caller
-from .evidence import BuiltOn, Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
+from ..core.evidence import BuiltOn, Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
 from .messages import EvidenceFound, Recheck, Rejection
 from .schemas import ConflictJudgement, SubAnswer
 

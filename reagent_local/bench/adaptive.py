@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.evidence import values_agree
+from ..core.evidence import values_agree
 from ..agents.router import Reading, Router, choice_features, load_router, stop_features
 from .baselines import SingleStepRAG
 from .ircot import IRCoT

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field
 
-from ..agents.evidence import is_unknown, supported
+from ..core.evidence import is_unknown, supported
 from ..agents.router import Reading
 from ..errors import LLMOutputError
 from ..rules import RuleSet, answer_type_problem

@@ -18,7 +18,7 @@ from typing import Sequence
 from ..agents.assembler import AGENT as ASSEMBLER, Assembly
 from ..agents.controller import AGENT as CONTROLLER, BudgetExhausted
 from ..agents.decomposer import AGENT as DECOMPOSER
-from ..agents.evidence import Evidence, EvidencePassage, is_unknown
+from ..core.evidence import Evidence, EvidencePassage, is_unknown
 from ..agents.messages import AnswerMade, EvidenceFound, PlanMade, StepAnswer
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.supervisor import RoadsVerdict
@@ -33,7 +33,7 @@ from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
 from .outcome import finish
-from .plan import Plan
+from ..core.plan import Plan
 from .roads import FALLBACK, SecondRoad
 from .state import RunState
 from .steps import Step

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.evidence import is_unknown
+from ..core.evidence import is_unknown
 from ..agents.messages import WHOLE
 from ..core import events as ev
 from .answer import Answer, PassageRef, SubQuestionResult

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
 from ..agents.controller import AGENT as CONTROLLER
-from ..agents.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
+from ..core.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
 from ..agents.messages import CHAIN, WHOLE, EvidenceFound, Road, RoadAnswer
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.router import ChainShape, Reading

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from ..agents.assembler import Assembly, StepResult
-from ..agents.evidence import EvidencePassage, is_unknown
+from ..core.evidence import EvidencePassage, is_unknown
 from ..agents.router import RouteDecision
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict
 from ..config import PipelineConfig
@@ -16,7 +16,7 @@ from ..core.knowledge import Statement
 from ..core.log import Checkpoint
 from ..core.messages import MessageBody
 from ..core.workspace import Workspace
-from .plan import Plan, SubQuestion
+from ..core.plan import Plan, SubQuestion
 from .steps import Step
 from .team import Team
 

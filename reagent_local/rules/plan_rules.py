@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..reasoning.plan import REFERENCE, SubQuestion, plan_from
+from ..core.plan import REFERENCE, SubQuestion, plan_from
 from .registry import rule
 from .shapes import either_or_options, mentions
 from .stages import SendBack

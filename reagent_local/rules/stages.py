@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Sequence, TypeVar, Union
 
 if TYPE_CHECKING:  # annotations only
-    from ..agents.evidence import BuiltOn, EvidencePassage
-    from ..reasoning.plan import StepLike, SubQuestion
+    from ..core.evidence import BuiltOn, EvidencePassage
+    from ..core.plan import StepLike, SubQuestion
 
 R = TypeVar("R")
 
