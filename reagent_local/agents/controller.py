@@ -165,8 +165,12 @@ class Controller:
         """Reward the agents whose statements the assembler's answer stood on."""
         for message in inbox:
             if isinstance(message.body, AnswerMade):
-                for statement in message.statements:
-                    self.reward(statement.agent)
+                self.credit(message.statements)
+
+    def credit(self, statements: Sequence[Statement]) -> None:
+        """Reward the agents whose statements an answer stood on (the loop calls it with the assembler's answer)."""
+        for statement in statements:
+            self.reward(statement.agent)
 
     def skip(self, sub: SubQuestion, answers: Mapping[int, str]) -> Skip | None:
         """Skip a step that uses an answer no step found ("Where was unknown born?")."""
