@@ -1,4 +1,4 @@
-"""The two one-call baselines: closed-book (the model alone) and single-step RAG."""
+"""The two one-call methods (the simplest baselines): closed-book (the model alone) and single-step RAG."""
 
 from __future__ import annotations
 
