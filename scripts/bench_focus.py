@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reagent_local.agents.focus import focus  # noqa: E402
-from reagent_local.agents.evidence import flatten  # noqa: E402
+from reagent_local.core.evidence import flatten  # noqa: E402
 
 
 def _one_line(text: str) -> str:

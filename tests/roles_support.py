@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reagent_local.agents.assembler import StepResult
-from reagent_local.agents.evidence import Evidence, EvidencePassage, looks_like_instruction
+from reagent_local.core.evidence import Evidence, EvidencePassage, looks_like_instruction
 from reagent_local.rules import RuleSet
 
 

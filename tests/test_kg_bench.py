@@ -12,7 +12,7 @@ from reagent_local.commands.bench_kg import kg as kg_command
 from reagent_local.config import load_config
 from reagent_local.errors import ReagentError
 from reagent_local.kg import KnowledgeGraph, Triple
-from reagent_local.kg.bench import (TEMPLATES, answer_forms, contains_answer, format_kg_table, question_subject,
+from reagent_local.bench.kg_bench import (TEMPLATES, answer_forms, contains_answer, format_kg_table, question_subject,
                                     run_kg_bench, template_questions)
 from reagent_local.core.relations import ALL_RELATIONS
 from reagent_local.retrieval import build_index

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reagent_local.kg import KnowledgeGraph, build_kg
+from reagent_local.kg import KnowledgeGraph
+from reagent_local.retrieval.kg_build import build_kg
 
 SAMPLE = "wiki/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 MARKUP = ("{{", "}}", "[[", "]]", "<ref", "'''", "|")

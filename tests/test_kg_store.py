@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 from reagent_local.errors import CorpusFormatError, IndexMismatchError
-from reagent_local.kg import KnowledgeGraph, Triple, build_kg, triple_to_fact_text
+from reagent_local.kg import KnowledgeGraph, Triple, triple_to_fact_text
+from reagent_local.retrieval.kg_build import build_kg
 from reagent_local.kg.store import KG_FILENAME
 
 PAGES = [
@@ -143,7 +144,7 @@ def test_two_readers_at_once(index_dir: Path) -> None:
 
 
 def test_builder_streams_pages_and_abort_leaves_nothing(tmp_path: Path) -> None:
-    from reagent_local.kg import KGBuilder
+    from reagent_local.retrieval.kg_build import KGBuilder
     from reagent_local.retrieval.wikidump import iter_pages
 
     pages = list(iter_pages(write_dump(tmp_path / "dump.xml")))

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from reagent_local.cli import cli, main
 from reagent_local.config import load_config
-from reagent_local.retrieval.bench import format_table, run_retrieval_bench
+from reagent_local.bench.retrieval_bench import format_table, run_retrieval_bench
 
 HOTPOT = [
     {"_id": "q1", "question": "Which film did Ventura Pons direct in 1997?", "answer": "Actrius", "type": "bridge",

@@ -8,7 +8,7 @@ from reagent_local.agents.controller import Budget, BudgetExhausted, Controller
 from reagent_local.agents.verifier import Candidate, Verifier
 from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
-from reagent_local.reasoning.plan import SubQuestion
+from reagent_local.core.plan import SubQuestion
 from reagent_local.rules import RuleSet
 from reagent_local.testing import ScriptedLLM
 

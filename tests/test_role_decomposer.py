@@ -107,7 +107,7 @@ def test_replan_says_what_failed_and_marks_the_new_plan():
 
 
 def test_a_new_plan_that_asks_what_the_old_one_asked_is_the_same_plan():
-    from reagent_local.reasoning.plan import plan_from
+    from reagent_local.core.plan import plan_from
 
     old = [("Who directed Blue Harbour?", "Who directed Blue Harbour?"), ("Where was #1 born?", "Where was Mara Lind born?")]
     same = plan_from(["Who directed Blue Harbour?", "Where was Mara Lind born?"], 4)  # #1 written out

@@ -9,7 +9,7 @@ from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
 from reagent_local.core.log import EventLog
 from reagent_local.core.workspace import Workspace
-from reagent_local.reasoning.plan import plan_from
+from reagent_local.core.plan import plan_from
 from reagent_local.rules import RuleSet
 
 PLAN = plan_from(["In which state were the Games held?", "What is the capital of #1?",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reagent_local.agents.evidence import BuiltOn, grounded_in, is_unknown, looks_like_instruction
+from reagent_local.core.evidence import BuiltOn, grounded_in, is_unknown, looks_like_instruction
 from reagent_local.agents.messages import EvidenceFound, Recheck
 from reagent_local.agents.verifier import Accept, Candidate, GiveUp, Retry, Verifier
 from reagent_local.core.channel import Message

@@ -6,7 +6,7 @@ import pytest
 
 from reagent_local.config import load_config
 from reagent_local.errors import ConfigError
-from reagent_local.reasoning.plan import plan_from
+from reagent_local.core.plan import plan_from
 from reagent_local.rules import RULES, RuleSet, answer_type_problem, describe_rules, resolve
 from reagent_local.rules.answer_types import number_missing, only_date_or_number, yes_no_mismatch
 from reagent_local.rules.assemble_rules import (
@@ -65,6 +65,33 @@ def test_a_rule_set_records_each_firing_once_and_reports_it():
     rules.fire("both-yes")
     assert [f.rule for f in seen] == ["same-x", "both-yes"] and rules.names_fired == ["same-x", "both-yes"]
     assert seen[0].stage == "assemble"
+
+
+def test_a_rule_set_runs_a_stage_in_order_and_records_the_first_answer():
+    from reagent_local.rules.stages import ASSEMBLE, CHECK, FINAL, TRUST
+
+    rules = RuleSet(["all"])
+    steps_ = steps(("yes", ()), ("no", ()))
+    found = rules.first(ASSEMBLE, "Are both A and B cats?", steps_, detail=lambda a: f"answer {a!r}")
+    assert (found.rule, found.value) == ("both-yes", "no") and rules.names_fired == ["both-yes"]
+    assert rules.fired[0].detail == "answer 'no'"
+    quiet = RuleSet(["all"])
+    assert quiet.first(TRUST, "Which is older, Roe or Doe?", record=False).rule == "either-or-trust" and not quiet.fired
+    assert quiet.first(TRUST, "Who directed Actrius?") is None  # False is no answer
+    # two stages, in order: a final rule answers only when no check rule does
+    assert quiet.first((CHECK, FINAL), "Which is older, Roe or Doe?", "Smith", step=2).rule == "option-answer"
+    assert quiet.fired[-1].step == 2
+
+
+def test_a_rule_must_take_its_stages_arguments():
+    from reagent_local.rules import rule
+
+    def one_argument(question):
+        """Checks nothing."""
+
+    with pytest.raises(ValueError, match="a check rule takes 2"):
+        rule("one-argument-check", "check")(one_argument)
+    assert "one-argument-check" not in RULES
 
 
 # -- plan rules ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from reagent_local.cli import cli, main
 from reagent_local.config import load_config
 from reagent_local.errors import IndexMismatchError, QuestionError
-from reagent_local.kg.lookup import NoKnowledgeGraphError, lookup, open_index_graph
+from reagent_local.retrieval.kg_lookup import NoKnowledgeGraphError, lookup, open_index_graph
 from reagent_local.retrieval import build_index
 
 PAGES = [

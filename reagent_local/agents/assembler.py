@@ -22,17 +22,16 @@ from ..core.channel import Message
 from ..core.conflicts import ConflictChecker
 from ..core.knowledge import Statement, make_statement
 from ..rules import RuleSet
-from ..rules.assemble_rules import grammar_options
+from ..rules.stages import ASSEMBLE, CONSTRAIN, SNAP
 from ..runtime.prompts import render_messages
 from ..text import is_yes_no_value
 from . import PROMPTS, Caller
-from .evidence import Evidence, EvidencePassage, grounded_in, is_unknown
+from ..core.evidence import Evidence, EvidencePassage, grounded_in, is_unknown
 from .messages import EvidenceFound
 from .schemas import FinalAnswer, option_answer
 from .verifier import Candidate, read_passages
 
 AGENT = "assembler"
-OPTION_GRAMMAR = "option-grammar"
 WHOLE_QUESTION = "question"  # the sub-question key of statements that answer the whole question
 
 
@@ -117,31 +116,25 @@ class AnswerAssembler:
         """The final short answer: the first enabled assemble rule that decides, else the model."""
         if not steps:
             return Assembly("unknown")
-        for rule in self.rules.active("assemble"):
-            decided = rule.fn(question, steps)
-            if decided is not None:
-                self.rules.fire(rule.name, detail=f"answer {decided!r}")
-                return Assembly(decided, rule.name)
+        decided = self.rules.first(ASSEMBLE, question, steps, detail=lambda answer: f"answer {answer!r}")
+        if decided is not None:
+            return Assembly(decided.value, decided.rule)
         facts = "\n".join(f"{s.index + 1}. {s.question} -> {s.answer}" for s in steps)
         messages = render_messages(PROMPTS, "assemble", facts=facts, question=question)
-        options = grammar_options(question, steps) if self.rules.on(OPTION_GRAMMAR) else None
-        schema = FinalAnswer
-        if options is not None:
-            self.rules.fire(OPTION_GRAMMAR, detail=" | ".join(options))
-            schema = option_answer(options)
+        options = self.rules.first(CONSTRAIN, question, steps, detail=" | ".join)
+        schema = option_answer(options.value) if options is not None else FinalAnswer
         return Assembly(" ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split()))
 
     def read_whole(self, question: str, evidence: Evidence) -> Candidate:
         """The second road: the whole question answered from the run's evidence, then the ``snap`` rules (an
         answer naming an option of 'A or B?' becomes that option)."""
         candidate = read_passages(self.call, AGENT, -1, question, evidence)
-        for rule in self.rules.active("snap"):
-            snapped = rule.fn(question, candidate.answer)
-            if snapped is not None:
-                self.rules.fire(rule.name, detail=f"{candidate.answer!r} -> {snapped!r}")
-                return Candidate(candidate.subquestion, question, snapped, candidate.cited, candidate.subject,
-                                 candidate.relation, candidate.probability)
-        return candidate
+        snapped = self.rules.first(SNAP, question, candidate.answer,
+                                   detail=lambda option: f"{candidate.answer!r} -> {option!r}")
+        if snapped is None:
+            return candidate
+        return Candidate(candidate.subquestion, question, snapped.value, candidate.cited, candidate.subject,
+                         candidate.relation, candidate.probability)
 
     @staticmethod
     def read(inbox: Sequence[Message]) -> list[EvidenceFound]:

@@ -28,9 +28,9 @@ from typing import Callable, Collection, Mapping, Sequence
 
 from ..core.channel import Message
 from ..core.knowledge import Statement
-from ..reasoning.plan import SubQuestion
+from ..core.plan import SubQuestion
 from ..rules import RuleSet, answer_type_problem
-from .evidence import is_unknown
+from ..core.evidence import is_unknown
 from .messages import AnswerMade
 from .verifier import Attempt
 
@@ -165,8 +165,12 @@ class Controller:
         """Reward the agents whose statements the assembler's answer stood on."""
         for message in inbox:
             if isinstance(message.body, AnswerMade):
-                for statement in message.statements:
-                    self.reward(statement.agent)
+                self.credit(message.statements)
+
+    def credit(self, statements: Sequence[Statement]) -> None:
+        """Reward the agents whose statements an answer stood on (the loop calls it with the assembler's answer)."""
+        for statement in statements:
+            self.reward(statement.agent)
 
     def skip(self, sub: SubQuestion, answers: Mapping[int, str]) -> Skip | None:
         """Skip a step that uses an answer no step found ("Where was unknown born?")."""

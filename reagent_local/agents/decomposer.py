@@ -15,9 +15,9 @@ import json
 from typing import Sequence
 
 from ..errors import LLMOutputError
-from ..reasoning.plan import Plan, SubQuestion, plan_from
+from ..core.plan import Plan, SubQuestion, plan_from
 from ..rules import RuleSet
-from ..rules.plan_rules import SendBack
+from ..rules.stages import PLAN_CHECK, PLAN_RESHAPE
 from ..runtime.llm import Message
 from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
@@ -49,11 +49,8 @@ class QuestionDecomposer:
             steps = self._checked(question, messages)
         except LLMOutputError as exc:
             return Plan.whole(question, error=str(exc).splitlines()[0], raw=exc.raw, attempt=attempt, reason=reason)
-        for rule in self.rules.active("plan-reshape"):
-            reshaped = rule.fn(question, steps)
-            if reshaped is not None:
-                self.rules.fire(rule.name, detail=f"{len(steps)} -> {len(reshaped)} steps")
-                steps = reshaped
+        steps = self.rules.fold(PLAN_RESHAPE, question, steps,
+                                detail=lambda before, after: f"{len(before)} -> {len(after)} steps")
         if not steps:
             return Plan.whole(question, attempt=attempt, reason=reason)
         return Plan(tuple(steps), attempt=attempt, reason=reason)
@@ -64,28 +61,19 @@ class QuestionDecomposer:
     def _checked(self, question: str, messages: list[Message]) -> list[SubQuestion]:
         """The model's plan; one that drops a name of the question or restates it in a step is sent back once."""
         steps = self._propose(messages)
-        problem = self._problem(question, steps)
-        if not steps or not problem:
+        problem = self.rules.first(PLAN_CHECK, question, steps, detail=lambda found: found.what) if steps else None
+        if problem is None:
             return steps
-        rule, found = problem
-        self.rules.fire(rule, detail=found.what)
+        rule, found = problem.rule, problem.value
         previous = json.dumps([s.text for s in steps], ensure_ascii=False)
         retry = (render_messages(PROMPTS, "decompose_retry", question=question, missing=found.what, previous=previous)
                  if found.lost == "names" else
                  render_messages(PROMPTS, "replan", question=question, failure=found.what, previous=previous))
         steps = self._propose(retry)
-        if self._problem(question, steps):
+        if self.rules.first(PLAN_CHECK, question, steps, record=False):
             self.rules.fire(rule, detail="the second plan failed the same way: the question is kept whole")
             return []
         return steps
-
-    def _problem(self, question: str, steps: list[SubQuestion]) -> tuple[str, SendBack] | None:
-        """(rule, what is wrong) for a plan the model must write again: the first ``plan-check`` rule that objects."""
-        for rule in self.rules.active("plan-check"):
-            found = rule.fn(question, steps)
-            if found is not None:
-                return rule.name, found
-        return None
 
     @staticmethod
     def same_plan(new: Sequence[SubQuestion], old: Sequence[tuple[str, str]]) -> bool:

@@ -21,7 +21,7 @@ from typing import Literal, Mapping
 
 from ..core.knowledge import Statement
 from ..core.messages import MessageBody, body
-from .evidence import BuiltOn, Evidence, EvidencePassage, Fact
+from ..core.evidence import BuiltOn, Evidence, EvidencePassage, Fact
 
 CHAIN = "chain"  # the road of the plan's steps
 WHOLE = "whole question"  # the road of the whole question read at once

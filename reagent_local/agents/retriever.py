@@ -25,7 +25,7 @@ from ..errors import LLMOutputError
 from ..runtime.prompts import render_messages
 from ..text import is_yes_no_value, normalize
 from . import PROMPTS, Caller
-from .evidence import BuiltOn, Evidence, EvidencePassage, Fact, flatten, is_unknown, looks_like_instruction
+from ..core.evidence import BuiltOn, Evidence, EvidencePassage, Fact, flatten, is_unknown, looks_like_instruction
 from .focus import focus
 from .messages import PlanMade, Recheck, Rejection
 from .schemas import Reformulation

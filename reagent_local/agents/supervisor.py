@@ -34,12 +34,13 @@ from ..core.conflicts import ConflictChecker, minimal_conflict_set
 from ..core.knowledge import KnowledgeState, Statement, discarded_between
 from ..core.log import Checkpoint
 from ..errors import LLMOutputError
-from ..reasoning.plan import SubQuestion, dependents
+from ..core.plan import SubQuestion, dependents
 from ..rules import RuleSet
+from ..rules.stages import TRUST
 from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from .controller import Controller
-from .evidence import Evidence, format_evidence
+from ..core.evidence import Evidence, format_evidence
 from .messages import CHAIN, WHOLE, Road, RoadAnswer
 from .router import RouteDecision, Router, overlap, question_features
 from .schemas import option_answer
@@ -175,11 +176,11 @@ class Supervisor:
         """
         every_fact = how.answered > 0 and how.answered == how.steps
         by_rule = how.rule is not None and how.checked and chain.confidence >= self.trust
-        shape = next((r for r in self.rules.active("trust") if r.fn(question)), None)
+        shape = self.rules.first(TRUST, question, record=False)  # recorded only when it is what trusts the chain
         by_shape = shape is not None and every_fact and chain.confidence >= self.options_trust
         trusted = chain.problem is None and (by_rule or by_shape) and not how.replanned
         if trusted and not by_rule and shape is not None:
-            self.rules.fire(shape.name, detail=f"every fact at least {self.options_trust:.2f} sure")
+            self.rules.fire(shape.rule, detail=f"every fact at least {self.options_trust:.2f} sure")
         made = f"rule {how.rule}" if how.rule else "the model"
         doubt = "; the plan was made again" if how.replanned else \
             ("; a step is unanswered or unchecked" if not how.checked else "")

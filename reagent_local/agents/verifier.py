@@ -23,10 +23,11 @@ from ..core.knowledge import Statement, make_statement
 from ..core.relations import ALL_RELATIONS
 from ..errors import LLMOutputError
 from ..rules import RuleSet, answer_type_problem
+from ..rules.stages import DOUBT
 from ..runtime.prompts import render_messages
 from ..text import is_yes_no_value, normalize
 from . import PROMPTS, Caller
-from .evidence import BuiltOn, Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
+from ..core.evidence import BuiltOn, Evidence, EvidencePassage, format_evidence, grounded_in, is_unknown, values_agree
 from .messages import EvidenceFound, Recheck, Rejection
 from .schemas import ConflictJudgement, SubAnswer
 
@@ -220,7 +221,7 @@ class Verifier:
     def acts_on_doubts(self) -> bool:
         """Whether the verifier acts on doubts (where an answer was read): only with local backtracking, where a
         doubt earns a retry, and with a ``doubt`` rule on; the retriever then says what each step builds on."""
-        return self.local and bool(self.rules.active("doubt"))
+        return self.local and bool(self.rules.active(DOUBT))
 
     def answer(self, index: int, question: str, evidence: Evidence, rejected: Sequence[str] = ()) -> Candidate:
         """Ask the model for a span answer with the passages it used (not one of the ``rejected`` answers)."""
@@ -280,12 +281,8 @@ class Verifier:
 
     def _doubt(self, candidate: Candidate, about: Sequence[BuiltOn]) -> str | None:
         """Why the answer may have been read in the wrong place: the first enabled ``doubt`` rule that says so."""
-        for rule in self.rules.active("doubt"):
-            doubt = rule.fn(candidate.cited, about)
-            if doubt:
-                self.rules.fire(rule.name, step=candidate.subquestion, detail=doubt)
-                return doubt
-        return None
+        doubt = self.rules.first(DOUBT, candidate.cited, about, step=candidate.subquestion)
+        return doubt.value if doubt else None
 
     def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool | None = None) -> Decision:
         """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).

@@ -23,7 +23,7 @@ from ..version import code_version
 from .ablate_plan import Part, Plan, Step, plan_ablations
 from .ablate_spec import Ablation
 from .ablate_view import markdown_summary
-from .baseline import Baseline
+from .ablate_baseline import Baseline
 from .methods import Retriever
 from .paired import compare_records
 from .provenance import config_differences

@@ -17,7 +17,7 @@ from ..errors import BenchRunError
 from ..version import code_version
 from .ablate_spec import EACH, Ablation, Spec, parse_spec, resolve_spec, rules_used, signal_overrides
 from .acted import Trace, acted, traces
-from .baseline import Baseline, load_baselines, rebuild_config, rebuilt_id
+from .ablate_baseline import Baseline, load_baselines, rebuild_config, rebuilt_id
 from .provenance import config_differences
 from .rundir import config_dict
 

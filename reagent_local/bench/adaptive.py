@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.evidence import values_agree
+from ..core.evidence import values_agree
 from ..agents.router import Reading, Router, choice_features, load_router, stop_features
-from .baselines import SingleStepRAG
+from .one_call import SingleStepRAG
 from .ircot import IRCoT
 from .methods import MethodContext, MethodResult
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..agents.evidence import is_unknown, values_agree
+from ..core.evidence import is_unknown, values_agree
 from ..agents.logistic import LogisticModel, fit_logistic
 from ..agents.router import KINDS, Reading, Router, choice_features, stop_features
 from ..errors import BenchRunError

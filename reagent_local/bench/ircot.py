@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from ..errors import LLMOutputError
 from ..runtime.prompts import render_messages
 from ..retrieval.passages import Passage
-from .baselines import PROMPTS, read_passages
+from .one_call import PROMPTS, read_passages
 from .methods import CallTally, MethodContext, MethodResult, format_passages, retrieve
 
 STEP_TOKENS = 160  # a <= 200-character thought and a <= 80-character answer

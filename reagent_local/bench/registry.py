@@ -14,7 +14,7 @@ from functools import partial
 
 from ..config import BACKTRACKING
 from ..errors import BenchRunError
-from .baselines import ClosedBook, SingleStepRAG
+from .one_call import ClosedBook, SingleStepRAG
 from .adaptive import Adaptive
 from .ircot import IRCoT
 from .methods import Method, MethodContext, MethodFactory

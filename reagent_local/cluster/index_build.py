@@ -12,7 +12,7 @@ graph, atomic swap) runs with its passage step replaced by ``_RayPassages``, whi
    the build has a knowledge graph; a shard that fails is retried, then named;
 3. merges the shards in order into the passage table (ids assigned as a single-process
    build assigns them), into the build's embedding files, so the next steps find every
-   vector done, and into kg.duckdb (as ``kg.build_kg`` writes it; with --limit, the
+   vector done, and into kg.duckdb (as ``retrieval.kg_build.build_kg`` writes it; with --limit, the
    left-out-value counts of the last shard are not added). The shard folder is removed
    once merged, so the head never holds shards and the build's files at their peak.
 """
@@ -32,7 +32,7 @@ import numpy as np
 
 from ..config import Config
 from ..errors import IndexBuildError
-from ..kg.build import KGBuilder, extractor_counts, page_rows
+from ..retrieval.kg_build import KGBuilder, extractor_counts, page_rows
 from ..kg.infobox import Extractor
 from ..retrieval import build as single
 from ..retrieval.embed import BACKENDS, Embedder, HashEmbedder, embedder_for, make_embedder
@@ -315,7 +315,7 @@ class _RayPassages:
 
 
     def _merge_kg(self, store: ShardStore, count: int, limit: int | None, folder: Path, source: str) -> dict:
-        """The shards' graph rows, in order, into kg.duckdb, as ``kg.build_kg`` would write it."""
+        """The shards' graph rows, in order, into kg.duckdb, as ``retrieval.kg_build.build_kg`` would write it."""
         builder = KGBuilder(folder, source=source)
         try:
             values, capital, templates = 0, 0, Counter()

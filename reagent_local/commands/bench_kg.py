@@ -16,7 +16,7 @@ from .common import config_from, echo_json, info
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the JSON report here.")
 def kg(index_name: str | None, limit: int | None, as_json: bool, out: Path | None) -> None:
     """Answer recall of hybrid top-5 passages, graph top-10 triples and both, on questions built from the graph."""
-    from ..kg.bench import format_kg_table, run_kg_bench, write_kg_report
+    from ..bench.kg_bench import format_kg_table, run_kg_bench, write_kg_report
 
     config = config_from(retrieval__index=index_name)
     report = run_kg_bench(config.retrieval.index, config, limit=limit)

@@ -26,7 +26,7 @@ from .common import config_from, info
 def retrieval(dataset: str, file: Path, n: int | None, seed: int, out: Path | None, faiss_type: str,
               nprobe: int | None) -> None:
     """Build (or reuse) FILE's open-corpus index, print recall@2/5/10 per mode and latency p50/p95."""
-    from ..retrieval.bench import format_table, run_retrieval_bench, write_report
+    from ..bench.retrieval_bench import format_table, run_retrieval_bench, write_report
 
     config = config_from()
     report = run_retrieval_bench(file, config, dataset=dataset, n=n, seed=seed, progress=True,

@@ -62,7 +62,7 @@ def doctor(as_json: bool, no_probe: bool, reprobe: bool, model: str | None) -> N
 
     Exits with status 1 when something is wrong; each problem names its fix.
     """
-    from ..runtime.doctor import diagnose
+    from .diagnose import diagnose
 
     report = diagnose(config_from(llm__model=model), probe=not no_probe, reprobe=reprobe)
     data = report.to_json()

@@ -52,7 +52,7 @@ def search(query: str, index_name: str | None, k: int | None, mode: str | None, 
 
 def _search_graph(query: str, index_name: str | None, k: int | None, as_json: bool) -> None:
     """Print the entities the query names and their triples, from the index's kg.duckdb."""
-    from ..kg.lookup import lookup, open_index_graph
+    from ..retrieval.kg_lookup import lookup, open_index_graph
 
     config = config_from(retrieval__index=index_name)
     with open_index_graph(config.retrieval.index, config) as graph:

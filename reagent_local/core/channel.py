@@ -17,6 +17,15 @@ agents/messages.py) and the statements it concerns.
 
 Every message, round and escalation is an event in the log; the logical clock that
 orders them is the workspace's (core/clock.py).
+
+The rule for what goes through it: messages carry what changes the knowledge state
+(asserts, rejects, escalations, challenges) or what the trace must show one role
+handing another (evidence, a plan, what an answer stood on), and nothing else. What
+changes the knowledge state is posted and delivered in a round, where it can meet what
+else was said; an ``inform`` its recipient reads at once is handed over (:meth:`Channel.hand`:
+logged, no round). A role asking another for a decision (the supervisor's rollback plan,
+the assembler's contradictions, the controller's skip or override, the decomposer's plan)
+is a plain call, and what the decision changes travels as messages or events.
 """
 
 from __future__ import annotations
@@ -124,6 +133,16 @@ class Channel:
         posted = replace(message, time=event.time, seq=event.seq)
         self._pending.append(posted)
         return posted
+
+    def hand(self, message: Message) -> Message:
+        """Log an ``inform`` its recipients read at once (no round: it changes no state); returns it stamped."""
+        if message.type != "inform":
+            raise ValueError(f"only an inform is handed over without a round, not {message.type!r}")
+        body = message.body
+        event = self.workspace.record(message.sender, ev.Message(
+            kind=message.type, recipients=message.recipients, statements=message.statements,
+            payload=body.to_payload() if body is not None else {}, body=type(body).__name__ if body is not None else ""))
+        return replace(message, time=event.time, seq=event.seq)
 
     def deliver_round(self) -> RoundResult:
         """Deliver every pending message: merge asserts, escalate conflicts, apply the rest, then rejects."""

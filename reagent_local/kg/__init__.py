@@ -1,7 +1,10 @@
-"""Knowledge graph from infoboxes: extraction at index time, triples as evidence at query time."""
+"""Knowledge graph from infoboxes: the graph, its triples and values, and the infobox parser.
 
-from .build import KGBuilder, build_kg
+An index's graph is built from its dump by ``retrieval.kg_build`` (index time) and opened by
+``retrieval.kg_lookup``; this package does not import ``retrieval``.
+"""
+
 from .store import KnowledgeGraph
 from .triples import Triple, triple_to_fact_text
 
-__all__ = ["KGBuilder", "KnowledgeGraph", "Triple", "build_kg", "triple_to_fact_text"]
+__all__ = ["KnowledgeGraph", "Triple", "triple_to_fact_text"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..retrieval.passages import Origin
+from ..core.evidence import Origin
 
 
 @dataclass(frozen=True)

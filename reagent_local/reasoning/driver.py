@@ -1,5 +1,10 @@
 """One question's run of the ReAgent loop: the roles decide, the driver carries their decisions out.
 
+Adding a kind of decision: a frozen dataclass in decisions.py (what to do, and a ``then`` asking the
+helper what comes next, with what happened), returned by the helper that decides it (backtrack.py,
+roads.py: they read the run and never call the driver); one branch in ``QuestionRun._follow`` that
+carries it out; a state change it needs is a method of ``RunState`` (state.py), called from here only.
+
 The plan's steps are solved in waves: every step whose input steps are answered starts
 together. The retriever's evidence and the verifier's asserts travel on the channel in
 rounds, so the asserts of one wave meet in one round, and statements that conflict there
@@ -8,7 +13,7 @@ retriever searches for the steps rejected or challenged, the verifier answers fr
 evidence that came and decides (accept, or retry: a local backtrack, the verifier's state
 rolled back to the checkpoint before the attempt), the controller rewards, the supervisor
 settles what was escalated. Global backtracking (backtrack.py) and the second road
-(roads.py) are collaborators the driver calls; ``outcome.finish`` closes the run.
+(roads.py) return decisions that the driver follows; ``outcome.finish`` closes the run.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from typing import Sequence
 from ..agents.assembler import AGENT as ASSEMBLER, Assembly
 from ..agents.controller import AGENT as CONTROLLER, BudgetExhausted
 from ..agents.decomposer import AGENT as DECOMPOSER
-from ..agents.evidence import Evidence, EvidencePassage, is_unknown
-from ..agents.messages import AnswerMade, EvidenceFound, PlanMade, StepAnswer
+from ..core.evidence import Evidence, EvidencePassage, is_unknown
+from ..agents.messages import AnswerMade, Contradiction, EvidenceFound, PlanMade, Recheck, RoadAnswer, StepAnswer
 from ..agents.retriever import AGENT as RETRIEVER
-from ..agents.supervisor import RoadsVerdict
+from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
 from ..agents.verifier import AGENT as VERIFIER, Accept, Attempt, Candidate, GiveUp, Retry, graph_facts
 from ..config import PipelineConfig
 from ..core import events as ev
@@ -32,8 +37,9 @@ from ..errors import LLMOutputError
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
+from .decisions import Decision, Done, Escalate, Meet, Redo, Replan, Uncertain
 from .outcome import finish
-from .plan import Plan
+from ..core.plan import Plan
 from .roads import FALLBACK, SecondRoad
 from .state import RunState
 from .steps import Step
@@ -47,8 +53,8 @@ class QuestionRun:
                  settings: PipelineConfig) -> None:
         self.run = RunState(question, team, workspace, channel, settings)
         self.calls = calls
-        self.backtracking = GlobalBacktracking(self.run, self)
-        self.roads = SecondRoad(self.run, self, self.backtracking)
+        self.backtracking = GlobalBacktracking(self.run)
+        self.roads = SecondRoad(self.run)
 
     def execute(self) -> Answer:
         """Plan, solve every step, settle conflicts, assemble; budgets bound the work."""
@@ -58,22 +64,22 @@ class QuestionRun:
             if settings.global_backtracking and settings.two_roads and self.roads.routed:
                 stopped = self.roads.begin()  # the learned router may settle the question here
                 if stopped is not None:
-                    return finish(run, self.calls, stopped.answer, status, reason)
+                    return finish(run, self.calls, self._follow(stopped).answer, status, reason)
             self.start(team.decomposer.plan(run.question))
             self.solve_pending()
             if settings.global_backtracking:
                 # A step that found nothing about the answer it builds on suspects that answer: it is redone
                 # first (a rollback to that step), and only a failure that stands sends the run back to the plan.
-                self.backtracking.settle_across_steps()
+                self._follow(self.backtracking.across_steps())
                 if run.failed and team.controller.may_replan():
-                    self.backtracking.replan()
-                    self.backtracking.settle_across_steps()
+                    self._follow(self.backtracking.replan())
+                    self._follow(self.backtracking.across_steps())
             final = self.assemble()
             run.first_answer = final.answer
             if settings.global_backtracking and settings.two_roads:
-                final = self.roads.answer(final)
+                final = self._follow(self.roads.answer(final))
             elif is_unknown(final.answer) and settings.answer_fallback:
-                final = self.roads.fallback()
+                final = self._follow(self.roads.fallback())
             if final.rule == FALLBACK:
                 reason = "no answer through the plan; answered from the passages of the whole question"
         except BudgetExhausted as exc:
@@ -84,20 +90,69 @@ class QuestionRun:
             final = Assembly(run.best_answer())
         return finish(run, self.calls, final.answer, status, reason)
 
-    # -- the loop the collaborators share ----------------------------------------------
+    # -- the helpers' decisions, carried out -------------------------------------------
+    def _follow(self, decision: Decision | None) -> Assembly:
+        """Carry out a helper's decision, and each one it leads to, up to an answer (or nothing more to do)."""
+        run = self.run
+        while decision is not None and not isinstance(decision, Done):
+            if isinstance(decision, Uncertain):
+                run.doubt_all()
+                decision = None
+            elif isinstance(decision, Escalate):  # a reject to the supervisor: the next round escalates it
+                found = decision.contradiction
+                run.post(ASSEMBLER, (SUPERVISOR,), Contradiction(kind=found.kind, reason=found.reason), found.statements)
+                self.deliver()
+                self.solve_pending()
+                decision = decision.then()
+            elif isinstance(decision, Replan):
+                run.back_to_plan(decision.failure)
+                self.start(decision.plan)
+                self.solve_pending()
+                decision = None
+            elif isinstance(decision, Meet):  # both roads assert in one round; the supervisor settles a conflict
+                run.verdict = None
+                run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=decision.chain,
+                                                              steps=tuple(run.held())), [decision.chain.statement])
+                run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=decision.whole,
+                                                              evidence=decision.evidence), [decision.whole.statement])
+                while run.channel.pending:
+                    self.deliver()
+                decision = decision.then(run.verdict)
+            elif isinstance(decision, Redo):
+                self.solve_pending()
+                decision = decision.then(self.assemble())
+        if decision is None:
+            return Assembly("unknown")
+        if decision.cited is not None:
+            run.fallback_cited = decision.cited
+        return decision.answer
+
+    def _roll_back(self, plan: RollbackPlan) -> None:
+        """The supervisor's rollback plan: carried out (the run's state), the kept statements published, the
+        statements that won repeated conflicts challenged."""
+        run, team = self.run, self.run.team
+        if not run.settings.global_backtracking or not team.controller.may_roll_back():
+            return run.doubt_all()
+        culprit = run.roll_back(plan)
+        for kept in plan.keep:  # a kept statement that met its rival in a round was never published
+            if kept.subquestion not in plan.affected_steps and not run.ws.holds(ASSEMBLER, kept.id):
+                run.post(VERIFIER, (ASSEMBLER,), StepAnswer(step=kept.subquestion), [kept])
+        for challenge in team.controller.challenges(culprit.index, plan.keep):
+            run.challenges += 1
+            step = run.steps[challenge.step]
+            run.post(CONTROLLER, (RETRIEVER, VERIFIER), Recheck(step=challenge.step, statement=challenge.statement.text,
+                                                               question=step.question, exclude=tuple(sorted(step.excluded))),
+                     [challenge.statement])
+
+    # -- the loop ------------------------------------------------------------------------
     def start(self, plan: Plan) -> None:
         """Take a plan: its steps replace the run's, and the retriever is told (it starts searching)."""
         run = self.run
         if plan.error:  # visible, logged fallback: the question is one step
             run.ws.record(DECOMPOSER, ev.DecompositionFailed(error=plan.error, raw=plan.raw))
-        run.steps = [Step(sub) for sub in plan.steps]
-        run.failed = None
-        run.ws.record(DECOMPOSER, ev.Plan(subquestions=tuple(s.text for s in plan.steps), attempt=plan.attempt,
-                                          depends_on=tuple(s.depends_on for s in plan.steps), reason=plan.reason))
-        run.plan_checkpoint = run.plan_checkpoint or run.ws.checkpoint("plan")
-        run.post(DECOMPOSER, (RETRIEVER,), PlanMade(subquestions=tuple(s.text for s in plan.steps),
-                                                   depends_on=tuple(s.depends_on for s in plan.steps)))
-        self.deliver()
+        run.take_plan(plan)
+        run.team.retriever.read([run.hand(DECOMPOSER, (RETRIEVER,), PlanMade(  # read at once: it starts searching
+            subquestions=tuple(s.text for s in plan.steps), depends_on=tuple(s.depends_on for s in plan.steps)))])
 
     def solve_pending(self) -> None:
         """Waves of ready steps; each wave's evidence and asserts travel in shared rounds."""
@@ -119,9 +174,13 @@ class QuestionRun:
         for conflict in result.escalations:
             decision = team.supervisor.decide(conflict, run.ws, run.plan())
             if isinstance(decision, RoadsVerdict):
-                self.roads.settled(decision)
+                self.roads.settled(decision)  # recorded; a chain that lost is rolled back at its weakest step
+                run.verdict = decision
+                if decision.rollback is not None:
+                    self._roll_back(decision.rollback)
+                    run.roads_rollbacks += 1
             else:
-                self.backtracking.carry_out(decision)
+                self._roll_back(decision)
         for statement in team.verifier.read(result.inbox(VERIFIER)).withdraw:
             for holder in run.ws.holders(statement.id):
                 run.ws.retract(holder, statement.id, "challenged by the controller")
@@ -137,12 +196,12 @@ class QuestionRun:
         return result
 
     def assemble(self) -> Assembly:
-        """The assembler's answer; the controller reads it and rewards the agents whose statements it stood on."""
+        """The assembler's answer; the controller reads it at once (handed over, no round: core/channel.py) and
+        rewards the agents whose statements it stood on."""
         run = self.run
         assembly = run.team.assembler.assemble(run.question, run.results())
-        run.post(ASSEMBLER, (CONTROLLER,), AnswerMade(answer=assembly.answer, rule=assembly.rule),
-                 [s.statement for s in run.steps if s.statement is not None])
-        run.team.controller.read(run.channel.deliver_round().inbox(CONTROLLER))
+        run.team.controller.read([run.hand(ASSEMBLER, (CONTROLLER,), AnswerMade(answer=assembly.answer, rule=assembly.rule),
+                                           [s.statement for s in run.steps if s.statement is not None])])
         return assembly
 
     # -- one attempt at a step: local backtracking -----------------------------------
@@ -199,7 +258,7 @@ class QuestionRun:
             return self._publish(step, chosen, held, uncertain=decision.uncertain)
         run.ws.rollback_local(VERIFIER, checkpoint.id, "; ".join(decision.reasons))
         run.backtracks["local"] += 1
-        run.signal(attempt.check.retry_signal, True, "; ".join(decision.reasons), step=step.index)
+        run.notes.signal(attempt.check.retry_signal, True, "; ".join(decision.reasons), step=step.index)
         if isinstance(decision, Retry):
             built_on = [run.steps[k].answer for k in step.sub.depends_on]
             run.post(VERIFIER, (RETRIEVER,), verifier.rejection(step.index, step.attempts, decision, built_on), [held])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.evidence import is_unknown
+from ..core.evidence import is_unknown
 from ..agents.messages import WHOLE
 from ..core import events as ev
 from .answer import Answer, PassageRef, SubQuestionResult
@@ -34,8 +34,8 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         prompt_tokens=calls.prompt_tokens, completion_tokens=calls.completion_tokens,
         seconds=team.controller.budget.elapsed, llm_seconds=calls.llm_seconds, uncertain=uncertain,
         uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
-        rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.signals)),
-        answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run), route=run.route)
+        rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.notes.signals)),
+        answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run), route=run.notes.route)
     run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
     run.ws.finish(final, status, {
         "uncertain": uncertain, "uncertain_reason": reason, "llm_calls": answer.llm_calls,
@@ -44,7 +44,7 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         "challenges": run.challenges, "reliability": dict(team.controller.reliability),
         "subquestions": [s.question for s in answer.subquestions], "passages": [p.id for p in answer.passages],
         "rules_fired": list(answer.rules_fired), "signals": list(answer.signals),
-        "answer_before_backtracking": answer.answer_before_backtracking, "route": run.route}, uncertain=uncertain)
+        "answer_before_backtracking": answer.answer_before_backtracking, "route": run.notes.route}, uncertain=uncertain)
     return answer
 
 
@@ -61,7 +61,7 @@ def _roads(run: RunState) -> dict[str, Any] | None:
 def _before_backtracking(run: RunState, final: str) -> str | None:
     """The answer before any rollback: the final one if none fired; the chain's first answer if only the
     roads' global rollbacks fired after it; None when a rollback fired before the first answer existed."""
-    if run.route is not None and run.route.get("winner") == WHOLE:  # the router took the whole question's answer
+    if run.notes.route is not None and run.notes.route.get("winner") == WHOLE:  # the router took the whole question's answer
         return run.first_answer if not run.backtracks["local"] and not run.backtracks["global"] else None
     if not run.backtracks["local"] and not run.backtracks["global"]:
         return final

@@ -3,8 +3,9 @@
 The chain's answer becomes a :class:`~reagent_local.agents.messages.Road` that the
 supervisor trusts or not; a chain in doubt meets the whole question's answer in one
 channel round (two asserts carrying the roads), the channel escalates a disagreement,
-the supervisor's verdict comes back through the driver (:meth:`SecondRoad.settled`), and a
-chain that loses is rolled back at its weakest step and solved again once.
+the supervisor's verdict comes back through the driver (:meth:`SecondRoad.settled` records it), and
+a chain that loses is rolled back at its weakest step and solved again once. Every step of it is a
+decision returned to the driver (decisions.py: ``Meet``, ``Redo``, ``Done``), which runs the rounds.
 
 With the learned router (``pipeline.router``), the whole question is read over its own passages
 only, as the router's train runs read it: first, before any plan, when the router has a stop
@@ -20,61 +21,58 @@ from typing import Sequence
 
 from ..agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
 from ..agents.controller import AGENT as CONTROLLER
-from ..agents.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
-from ..agents.messages import CHAIN, WHOLE, EvidenceFound, Road, RoadAnswer
+from ..agents.messages import CHAIN, WHOLE, EvidenceFound, Road
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.router import ChainShape, Reading
-from ..agents.supervisor import AGENT as SUPERVISOR, ChainFacts, RoadsVerdict
+from ..agents.supervisor import ChainFacts, RoadsVerdict
 from ..core import events as ev
+from ..core.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
 from ..errors import LLMOutputError
 from ..rules import answer_type_problem
-from .backtrack import GlobalBacktracking
-from .state import Loop, RunState
+from .decisions import Decision, Done, Meet, Redo
+from .state import RunState
 
 FALLBACK = "whole-question fallback"  # the Assembly rule of an answer the plan could not give
 STOPPED = "router-stop"  # the Assembly rule of a whole-question answer the router stopped at
 
 
 class SecondRoad:
-    """The run's second road: read once, met against the chain, settled by the supervisor."""
+    """The run's second road: read once, met against the chain, settled by the supervisor (decisions, never changes)."""
 
-    def __init__(self, run: RunState, loop: Loop, backtracking: GlobalBacktracking) -> None:
+    def __init__(self, run: RunState) -> None:
         self.run = run
-        self.loop = loop
-        self.backtracking = backtracking
         self.whole: Road | None = None  # the whole question's road, once read
         self.whole_evidence: Evidence | None = None
-        self.reopened = False  # the last verdict rolled the chain back
 
     @property
     def routed(self) -> bool:
         """The learned router (or its data collection) settles the roads."""
         return self.run.settings.router != "off"
 
-    def begin(self) -> Assembly | None:
+    def begin(self) -> Done | None:
         """Router on, before any plan: the route starts; with a stop model (or collecting) the whole question is
         read and the supervisor decides whether its answer settles the question. Returns that answer, or None
         to go on with the chain."""
         router = self.run.team.supervisor.router
-        self.run.route = {"router": router.describe() if router else None}
+        self.run.notes.route = {"router": router.describe() if router else None}
         if self.run.settings.router == "collect" or (router is not None and router.stop is not None):
             return self.read_first()
         return None
 
-    def read_first(self) -> Assembly | None:
+    def read_first(self) -> Done | None:
         """The whole question read before any plan; the supervisor's stop decision on its answer (the chain's calls
         saved when it stops). Returns that answer, or None to go on with the chain."""
         run = self.run
         whole = self._routed_whole()
         decision = run.team.supervisor.route_stop(run.question, whole)
-        run.routed(decision, decision.reason("whole question's"))
+        run.notes.routed(decision, decision.reason("whole question's"))
         if not decision.taken or whole is None:
             return None
-        run.route["winner"] = WHOLE
-        run.fallback_cited = self._whole_cited(whole)
-        return Assembly(whole.answer, STOPPED)
+        assert run.notes.route is not None
+        run.notes.route["winner"] = WHOLE
+        return Done(Assembly(whole.answer, STOPPED), self._whole_cited(whole))
 
-    def answer(self, chain: Assembly) -> Assembly:
+    def answer(self, chain: Assembly) -> Decision:
         """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
         a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step.
         With the router, :meth:`_routed_answer` instead."""
@@ -83,32 +81,38 @@ class SecondRoad:
         run = self.run
         chain_road = self._chain_road(chain)
         if chain_road.trusted and not run.settings.read_trusted_chains:  # one reading of the whole question rarely beats it
-            run.signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
-            return chain
+            run.notes.signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
+            return Done(chain)
         whole = self._whole_road()
         if whole is None or is_unknown(chain.answer):
-            return self.fallback() if is_unknown(chain.answer) else chain
+            return self.fallback() if is_unknown(chain.answer) else Done(chain)
         if values_agree(chain.answer, whole.answer):
-            run.signal("two-roads", False, f"both roads answer {chain.answer!r}")
-            return chain
-        self._meet(chain_road, whole)
-        if run.verdict is None or run.verdict.winner.name == CHAIN:
-            return chain
-        if self.reopened:  # the chain was rolled back at its weakest step: solve it again and look once more
-            self.loop.solve_pending()
-            chain = self.loop.assemble()
-            if not is_unknown(chain.answer) and values_agree(chain.answer, whole.answer):
-                run.signal("two-roads", False, f"redone, the chain answers {chain.answer!r} too")
-                return chain
-        run.fallback_cited = self._whole_cited(whole)
-        return Assembly(whole.answer, "two-roads")  # the supervisor's verdict stands
+            run.notes.signal("two-roads", False, f"both roads answer {chain.answer!r}")
+            return Done(chain)
+        return Meet(chain_road, whole, self.whole_evidence, then=lambda verdict: self._met(chain, whole, verdict))
 
-    def _routed_answer(self, chain: Assembly) -> Assembly:
+    def _met(self, chain: Assembly, whole: Road, verdict: RoadsVerdict | None) -> Decision:
+        """The supervisor's verdict on the two roads: the chain stands, or is redone (rolled back at its weakest
+        step), or the whole question's answer stands."""
+        if verdict is None or verdict.winner.name == CHAIN:
+            return Done(chain)
+        if verdict.rollback is not None:  # the chain was rolled back at its weakest step: solve it again, look once more
+            return Redo(then=lambda redone: self._redone(redone, whole))
+        return Done(Assembly(whole.answer, "two-roads"), self._whole_cited(whole))  # the supervisor's verdict stands
+
+    def _redone(self, chain: Assembly, whole: Road) -> Done:
+        """The redone chain stands only if it now agrees with the whole question's answer."""
+        if not is_unknown(chain.answer) and values_agree(chain.answer, whole.answer):
+            self.run.notes.signal("two-roads", False, f"redone, the chain answers {chain.answer!r} too")
+            return Done(chain)
+        return Done(Assembly(whole.answer, "two-roads"), self._whole_cited(whole))
+
+    def _routed_answer(self, chain: Assembly) -> Decision:
         """The chain's answer against the whole question's read first: the same answer stands; a chain without
         one takes the whole question's; two answers meet on the channel and the supervisor's router chooses
         (collecting train runs, the chain's answer stands whatever it chose)."""
         run = self.run
-        route = run.route if run.route is not None else {}  # begin() started it
+        route = run.notes.route if run.notes.route is not None else {}  # begin() started it
         route["chain"] = chain.answer
         router = run.team.supervisor.router
         if is_unknown(chain.answer):
@@ -117,26 +121,29 @@ class SecondRoad:
             return self.fallback()
         if run.settings.router == "learned" and router is not None and router.choose is None:
             route["winner"] = CHAIN  # nothing learned prefers the whole question: it is not read
-            return chain
+            return Done(chain)
         whole = self._routed_whole()
         if whole is None or values_agree(chain.answer, whole.answer):
-            run.signal("two-roads", False, "the whole question gave no answer" if whole is None
-                       else f"both roads answer {chain.answer!r}")
+            run.notes.signal("two-roads", False, "the whole question gave no answer" if whole is None
+                             else f"both roads answer {chain.answer!r}")
             route["winner"] = CHAIN
-            return chain
-        self._meet(self._routed_chain_road(chain), whole)
-        won = run.verdict is not None and run.verdict.winner.name == WHOLE and run.settings.router == "learned"
+            return Done(chain)
+        return Meet(self._routed_chain_road(chain), whole, self.whole_evidence,
+                    then=lambda verdict: self._chosen(chain, whole, verdict, route))
+
+    def _chosen(self, chain: Assembly, whole: Road, verdict: RoadsVerdict | None, route: dict) -> Done:
+        """The router's choice between two roads that disagreed (collecting, the chain's answer stands)."""
+        won = verdict is not None and verdict.winner.name == WHOLE and self.run.settings.router == "learned"
         route["winner"] = WHOLE if won else CHAIN
         if not won:
-            return chain
-        run.fallback_cited = self._whole_cited(whole)
-        return Assembly(whole.answer, "two-roads")
+            return Done(chain)
+        return Done(Assembly(whole.answer, "two-roads"), self._whole_cited(whole))
 
     def _routed_whole(self) -> Road | None:
         """The whole question's road (read once), its answer kept in the route."""
         whole = self._whole_road()
-        if self.run.route is not None:
-            self.run.route["whole"] = whole.answer if whole is not None else None
+        if self.run.notes.route is not None:
+            self.run.notes.route["whole"] = whole.answer if whole is not None else None
         return whole
 
     def _routed_chain_road(self, chain: Assembly) -> Road:
@@ -154,24 +161,18 @@ class SecondRoad:
         return replace(road, features={**reading.features("second"), **shape.features()})
 
     def settled(self, verdict: RoadsVerdict) -> None:
-        """The supervisor weighed the two roads: record its verdict; a chain that lost is rolled back."""
-        run = self.run
+        """The supervisor weighed the two roads: record its verdict (the driver rolls back a chain that lost)."""
+        notes = self.run.notes
         chain, whole = (verdict.winner, verdict.loser) if verdict.winner.name == CHAIN else (verdict.loser, verdict.winner)
-        run.verdict = verdict
         if verdict.route is not None:
-            run.routed(verdict.route, verdict.reason)
-        run.signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
+            notes.routed(verdict.route, verdict.reason)
+        notes.signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
                    chain_confidence=chain.confidence, whole_confidence=whole.confidence,
                    winner=verdict.winner.name, judged=verdict.judged, chain_trusted=chain.trusted,
                    chain_problem=chain.problem, whole_problem=whole.problem,
-                   chain_grounded=chain.grounded, whole_grounded=whole.grounded)
-        self.reopened = False
-        if verdict.rollback is not None:
-            self.backtracking.carry_out(verdict.rollback)
-            self.reopened = True
-            run.roads_rollbacks += 1
+                     chain_grounded=chain.grounded, whole_grounded=whole.grounded)
 
-    def fallback(self) -> Assembly:
+    def fallback(self) -> Done:
         """The plan gave no answer: the whole question's answer from its passages and the steps' (uncertain)."""
         run = self.run
         road = self._whole_road()
@@ -179,23 +180,10 @@ class SecondRoad:
         if road is None or rejection:
             run.ws.record(CONTROLLER, ev.FallbackAnswer(answer="unknown", rejected=road.answer if road else "",
                                                         reason=rejection or ""))
-            return Assembly("unknown")
-        run.fallback_cited = self._whole_cited(road)
-        run.ws.record(CONTROLLER, ev.FallbackAnswer(answer=road.answer,
-                                                    passages=tuple(p.id for p in run.fallback_cited)))
-        return Assembly(road.answer, FALLBACK)
-
-    def _meet(self, chain: Road, whole: Road) -> None:
-        """Both roads assert their answer in one round; a disagreement is escalated with the roads' answers and
-        settled by the supervisor while the round is delivered."""
-        run = self.run
-        run.verdict = None
-        run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=chain, steps=tuple(run.held())),
-                 [chain.statement])
-        run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=whole, evidence=self.whole_evidence),
-                 [whole.statement])
-        while run.channel.pending:
-            self.loop.deliver()
+            return Done(Assembly("unknown"))
+        cited = self._whole_cited(road)
+        run.ws.record(CONTROLLER, ev.FallbackAnswer(answer=road.answer, passages=tuple(p.id for p in cited)))
+        return Done(Assembly(road.answer, FALLBACK), cited)
 
     def _whole_road(self) -> Road | None:
         """The whole question answered from its own search and the steps' passages (one model call, once)."""
@@ -209,10 +197,10 @@ class SecondRoad:
             self.whole_evidence = team.retriever.gather(run.question, [], own=6)
         else:
             self.whole_evidence = team.retriever.gather(run.question, found)
-        run.post(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
-        (sent,) = team.assembler.read(self.loop.deliver().inbox(ASSEMBLER))
+        # handed over, not delivered in a round: the assembler reads it at once (the channel rule, core/channel.py)
+        run.hand(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
         try:
-            candidate = team.assembler.read_whole(run.question, sent.evidence)
+            candidate = team.assembler.read_whole(run.question, self.whole_evidence)
         except LLMOutputError as exc:
             run.ws.record(ASSEMBLER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
             return None
@@ -221,7 +209,7 @@ class SecondRoad:
         confidence = candidate.probability if candidate.probability is not None else 0.5
         statement = final_statement(run.question, candidate.answer, confidence=confidence, cited=candidate.cited)
         problem = answer_type_problem(run.question, candidate.answer, team.rules, final=True)
-        grounded = supported(candidate.answer, candidate.cited or sent.passages)
+        grounded = supported(candidate.answer, candidate.cited or self.whole_evidence.passages)
         reading = Reading(candidate.answer, confidence, grounded, problem is None, len(candidate.cited))
         self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem, grounded,
                           features=reading.features("first") if self.routed else {})

@@ -1,49 +1,48 @@
-"""One question's run as the driver and its collaborators share it: who takes part, and what happened so far."""
+"""One question's run: who takes part, what happened so far, and the one place each kind of change is made.
+
+The driver alone calls the methods that change the run (``take_plan``, ``back_to_plan``,
+``roll_back``, ``doubt_all``, ``hold``); its helpers read the run and return decisions
+(decisions.py). ``notes`` is a record, not the loop's state: the signals that fired and the
+router's decisions, written by whoever checks them and read only when the run closes.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
-from ..agents.assembler import Assembly, StepResult
-from ..agents.evidence import EvidencePassage, is_unknown
+from ..agents.assembler import StepResult
+from ..agents.decomposer import AGENT as DECOMPOSER
 from ..agents.router import RouteDecision
-from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict
+from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
+from ..agents.verifier import AGENT as VERIFIER
 from ..config import PipelineConfig
 from ..core import events as ev
-from ..core.channel import Channel, Message, RoundResult
+from ..core.channel import Channel, Message
+from ..core.evidence import EvidencePassage, is_unknown
 from ..core.knowledge import Statement
 from ..core.log import Checkpoint
 from ..core.messages import MessageBody
+from ..core.plan import Plan, SubQuestion
 from ..core.workspace import Workspace
-from .plan import Plan, SubQuestion
 from .steps import Step
 from .team import Team
 
 
 @dataclass
-class RunState:
-    """The run's roles, log, channel and settings, and its facts so far (steps, counts, signals, verdict)."""
+class Notes:
+    """What the run reports beside its answer: the conflict signals checked, the learned router's decisions."""
 
-    question: str
-    team: Team
     ws: Workspace
-    channel: Channel
-    settings: PipelineConfig
-    steps: list[Step] = field(default_factory=list)
-    backtracks: dict[str, int] = field(default_factory=lambda: {"local": 0, "global": 0})
-    challenges: int = 0
     signals: list[str] = field(default_factory=list)  # conflict signals that fired
-    failed: tuple[Step, str] | None = None  # the first step of the plan that found no usable answer
-    plan_checkpoint: Checkpoint | None = None  # taken after the first plan: where a new plan starts
-    replanned: bool = False  # the plan was made again after a step failed
-    earlier_cited: tuple[EvidencePassage, ...] = ()  # what the first plan's answers were read from
-    fallback_cited: tuple[EvidencePassage, ...] = ()  # what a whole-question answer was read from
-    first_answer: str | None = None  # the chain's first answer, before the roads were compared
-    verdict: RoadsVerdict | None = None  # the supervisor's verdict when the two roads disagreed
-    roads_rollbacks: int = 0  # global rollbacks the two roads caused (after the chain's first answer)
     # the learned router's decisions ({"router": ..., "stop": ..., "choose": ...}); None without a router
     route: dict[str, Any] | None = None
+
+    def signal(self, name: str, fired: bool, detail: str, step: int | None = None, **values: Any) -> None:
+        """Record a conflict signal the run checked (``fired``: it found a problem)."""
+        if fired:
+            self.signals.append(name)
+        self.ws.record(SUPERVISOR, ev.Signal(signal=name, fired=fired, step=step, detail=detail, values=values))
 
     def routed(self, decision: RouteDecision, reason: str) -> None:
         """Record one of the learned router's decisions: in the log (a ``route`` event) and for the Answer."""
@@ -53,21 +52,92 @@ class RunState:
         if self.route is not None:
             self.route[decision.stage] = {**decision.to_json(), "reason": reason}
 
+
+@dataclass
+class RunState:
+    """The run's roles, log, channel and settings, and its facts so far (steps, counts, verdict)."""
+
+    question: str
+    team: Team
+    ws: Workspace
+    channel: Channel
+    settings: PipelineConfig
+    steps: list[Step] = field(default_factory=list)
+    backtracks: dict[str, int] = field(default_factory=lambda: {"local": 0, "global": 0})
+    challenges: int = 0
+    failed: tuple[Step, str] | None = None  # the first step of the plan that found no usable answer
+    plan_checkpoint: Checkpoint | None = None  # taken after the first plan: where a new plan starts
+    replanned: bool = False  # the plan was made again after a step failed
+    earlier_cited: tuple[EvidencePassage, ...] = ()  # what the first plan's answers were read from
+    fallback_cited: tuple[EvidencePassage, ...] = ()  # what a whole-question answer was read from
+    first_answer: str | None = None  # the chain's first answer, before the roads were compared
+    verdict: RoadsVerdict | None = None  # the supervisor's verdict when the two roads disagreed
+    roads_rollbacks: int = 0  # global rollbacks the two roads caused (after the chain's first answer)
+    notes: Notes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.notes = Notes(self.ws)
+
+    # -- the changes: each kind made here, and only the driver calls them -----------------
+    def take_plan(self, plan: Plan) -> None:
+        """A plan's steps replace the run's; the first plan's checkpoint is where a new plan starts."""
+        self.steps = [Step(sub) for sub in plan.steps]
+        self.failed = None
+        self.ws.record(DECOMPOSER, ev.Plan(subquestions=tuple(s.text for s in plan.steps), attempt=plan.attempt,
+                                           depends_on=tuple(s.depends_on for s in plan.steps), reason=plan.reason))
+        self.plan_checkpoint = self.plan_checkpoint or self.ws.checkpoint("plan")
+
+    def back_to_plan(self, failure: str) -> None:
+        """Every agent back to the plan's checkpoint; what the first plan's answers were read from is kept."""
+        assert self.plan_checkpoint is not None
+        self.ws.rollback_global(self.plan_checkpoint.id, f"the plan failed: {failure}")
+        self.backtracks["global"] += 1
+        # the first plan's answers go with it, but what they were read from stays for the second road
+        self.replanned = True
+        self.earlier_cited = tuple(p for s in self.steps for p in s.cited)
+
+    def roll_back(self, plan: RollbackPlan) -> Step:
+        """A global rollback: every agent back to the supervisor's checkpoint, the discarded answer never again, what the
+        conflict does not touch re-asserted, the affected steps reopened. Returns the step whose answer was given up."""
+        self.ws.record(SUPERVISOR, ev.ConflictSet(
+            statements=tuple(s.id for s in plan.conflict_set), texts=tuple(s.text for s in plan.conflict_set),
+            discard=plan.discard.id, reason=plan.reason, checkpoint=plan.checkpoint.id,
+            affected_steps=plan.affected_steps, reassert=tuple(s.id for s in plan.reassert), source=plan.source))
+        self.ws.rollback_global(plan.checkpoint.id, f"conflict: {plan.reason}")
+        self.team.controller.count_rollback()
+        self.backtracks["global"] += 1
+        self.team.controller.penalise(plan.discard.agent)
+        culprit = self.steps[plan.discard.subquestion]
+        culprit.discard_answer(keep_passages=plan.keep_passages)
+        for statement in plan.reassert:  # unaffected statements stand as they were
+            stamped = self.hold(statement.agent, statement)
+            if statement.agent == VERIFIER:
+                self.steps[statement.subquestion].statement = stamped
+        for index in plan.affected_steps:
+            self.steps[index].reopen()
+        if self.failed and self.failed[0].index in plan.affected_steps:
+            self.failed = None  # the failed step is solved again; a new failure is recorded afresh
+        return culprit
+
+    def doubt_all(self) -> None:
+        """Every step stands, uncertain (a conflict that could not be settled)."""
+        for step in self.steps:
+            step.uncertain = True
+
     def post(self, sender: str, recipients: Sequence[str], body: MessageBody,
              statements: Sequence[Statement] = ()) -> None:
         """Post a message for the next round."""
         self.channel.post(Message.of(body, sender, tuple(recipients), tuple(statements)))
 
+    def hand(self, sender: str, recipients: Sequence[str], body: MessageBody,
+             statements: Sequence[Statement] = ()) -> Message:
+        """Hand an inform over at once (logged, no round): its recipient reads it now."""
+        return self.channel.hand(Message.of(body, sender, tuple(recipients), tuple(statements)))
+
     def hold(self, agent: str, statement: Statement) -> Statement:
         """Put a statement into an agent's state (or return the copy it already holds)."""
         held = [s for s in self.ws.local_state(agent) if s.id == statement.id]
         return held[0] if held else self.ws.assert_statement(agent, statement)
-
-    def signal(self, name: str, fired: bool, detail: str, step: int | None = None, **values: Any) -> None:
-        """Record a conflict signal the run checked (``fired``: it found a problem)."""
-        if fired:
-            self.signals.append(name)
-        self.ws.record(SUPERVISOR, ev.Signal(signal=name, fired=fired, step=step, detail=detail, values=values))
 
     def plan(self) -> list[SubQuestion]:
         """The steps of the current plan."""
@@ -89,19 +159,3 @@ class RunState:
         """Best-supported answer so far: the latest answered step's answer."""
         answered = [s for s in self.steps if s.done and s.answer and not is_unknown(s.answer)]
         return answered[-1].answer if answered else "unknown"
-
-
-class Loop(Protocol):
-    """What the collaborators (global backtracking, the second road) ask of the driver."""
-
-    def start(self, plan: Plan) -> None:
-        """Take a plan: its steps replace the run's."""
-
-    def solve_pending(self) -> None:
-        """Solve every step not yet done."""
-
-    def deliver(self) -> RoundResult:
-        """Deliver a round and let each role act on its inbox."""
-
-    def assemble(self) -> Assembly:
-        """The assembler's answer from the steps solved."""

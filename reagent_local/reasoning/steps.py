@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..agents.assembler import StepResult
-from ..agents.evidence import Evidence, EvidencePassage
+from ..core.evidence import Evidence, EvidencePassage
 from ..agents.verifier import Attempt
 from ..core.knowledge import Statement
-from .plan import SubQuestion
+from ..core.plan import SubQuestion
 
 
 @dataclass

@@ -158,9 +158,9 @@ def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | H
 
 
 def _check_kg_available() -> None:
-    if importlib.util.find_spec("reagent_local.kg.build") is None:
+    if importlib.util.find_spec("reagent_local.retrieval.kg_build") is None:
         raise IndexBuildError(
-            "the knowledge-graph builder (reagent_local.kg.build) is not available in this installation",
+            "the knowledge-graph builder (reagent_local.retrieval.kg_build) is not available in this installation",
             hint="pass --no-kg (kg=False) to build the index without a knowledge graph",
         )
 
@@ -339,7 +339,7 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         **state.get("extra", {}),
     }
     if with_kg and "kg" not in manifest:  # a passage step may have written kg.duckdb already
-        from ..kg.build import build_kg
+        from .kg_build import build_kg
 
         began = time.perf_counter()
         manifest["kg"] = build_kg(source, folder, limit=limit)

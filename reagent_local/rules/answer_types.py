@@ -12,6 +12,7 @@ import re
 from ..dates import is_date_or_number
 from ..text import is_yes_no_value
 from .registry import RuleSet, rule
+from .stages import CHECK, FINAL
 from .shapes import (asks_number, asks_place_or_name, either_or_options, is_yes_no_question, matching_option,
                      names_from_question)
 
@@ -73,10 +74,5 @@ def answer_type_problem(question: str, answer: str, rules: RuleSet, *, step: int
 
     ``final``: the answer is to the whole question, so the ``final`` rules apply too.
     """
-    stages = ("check", "final") if final else ("check",)
-    for check in [r for stage in stages for r in rules.active(stage)]:
-        problem = check.fn(question, answer)
-        if problem:
-            rules.fire(check.name, step=step, detail=problem)
-            return problem
-    return None
+    found = rules.first((CHECK, FINAL) if final else (CHECK,), question, answer, step=step)
+    return found.value if found else None

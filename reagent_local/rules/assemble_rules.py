@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..dates import date_key, numbers_in
-from ..reasoning.plan import StepLike, is_chain, local_dependencies
+from ..core.plan import StepLike, is_chain, local_dependencies
 from ..text import YES_NO, normalize
 from .registry import rule
 from .shapes import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..agents.evidence import BuiltOn, EvidencePassage, grounded_in
+from ..core.evidence import BuiltOn, EvidencePassage, grounded_in
 from .registry import rule
 
 _LIST_PARTS = re.compile(r",\s*|\s+and\s+|\s*&\s*")  # the names in an answer that lists several

@@ -9,26 +9,18 @@ and tools can ask what a rule would object to.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Sequence
 
-from ..reasoning.plan import REFERENCE, SubQuestion, plan_from
+from ..core.plan import REFERENCE, SubQuestion, plan_from
 from .registry import rule
 from .shapes import either_or_options, mentions
+from .stages import SendBack
 
 _NAME = re.compile(r"\b(?:[A-Z][\w'.-]*|\d[\d,.]*)(?:\s+(?:of|the|de|von|van|[A-Z][\w'.-]*|\d[\d,.]*))*")
 _QUOTED = re.compile(r'"([^"]+)"')
 _SKIP = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How", "In", "On", "At", "The", "A", "An",
          "Is", "Are", "Was", "Were", "Do", "Does", "Did", "Of", "For", "From", "By", "As", "To", "And", "Or"}
 _LINKS = {"of", "the", "de", "von", "van"}
-
-
-@dataclass(frozen=True)
-class SendBack:
-    """A plan check's finding: what is wrong, and which prompt asks again (the names it lost, or the shape)."""
-
-    what: str
-    lost: Literal["names", "shape"] = "shape"
 
 
 def named_parts(question: str) -> list[str]:

@@ -1,7 +1,7 @@
 """The rule registry: every question-shape rule is named, documented, switchable, and recorded when it fires.
 
 A rule is a plain function registered with :func:`rule` under a name and a stage; the
-stage says which role consults it and what it returns:
+stage (:mod:`.stages`: one Protocol each) says which role consults it and what it returns:
 
 - ``plan-check`` (decomposer): why the model's plan must be written again (a ``SendBack``), or None;
 - ``plan-reshape`` (decomposer): the plan reshaped (its steps), or None;
@@ -15,25 +15,27 @@ stage says which role consults it and what it returns:
 
 Which rules run is configuration (``[pipeline] rules = ["all", "-same-x"]``, or
 ``--rules`` on ``ask`` and ``bench run``); a :class:`RuleSet` holds the enabled ones for
-one run and records every firing, so the answer and the benchmark records can name
-the rules that decided it.
+one run, runs a stage's rules (:meth:`RuleSet.first`, :meth:`RuleSet.fold`: the one place
+rules are called) and records every firing, so the answer and the benchmark records can
+name the rules that decided it.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
 
 from ..errors import ConfigError
+from .stages import BY_NAME, RuleFn, Stage
 
 # stage -> the role that consults its rules (and logs their firings)
-STAGES = {"plan-check": "decomposer", "plan-reshape": "decomposer", "check": "verifier", "doubt": "verifier",
-          "final": "assembler", "trust": "supervisor", "assemble": "assembler", "constrain": "assembler",
-          "snap": "assembler"}
+STAGES = {name: stage.role for name, stage in BY_NAME.items()}
 ALL = "all"
 NONE = "none"
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Rule:
 
     name: str
     stage: str
-    fn: Callable[..., Any]
+    fn: RuleFn  # the stage's Protocol (stages.py)
 
     @property
     def summary(self) -> str:
@@ -54,7 +56,8 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(name: str, stage: str) -> Callable[[F], F]:
-    """Register a function as the rule ``name`` of ``stage`` (it needs a one-line docstring)."""
+    """Register a function as the rule ``name`` of ``stage`` (it needs a one-line docstring, and takes the
+    arguments of the stage's Protocol)."""
     if stage not in STAGES:
         raise ValueError(f"unknown rule stage {stage!r}; use one of {tuple(STAGES)}")
 
@@ -63,6 +66,10 @@ def rule(name: str, stage: str) -> Callable[[F], F]:
             raise ValueError(f"a rule named {name!r} is already registered")
         if not (fn.__doc__ or "").strip():
             raise ValueError(f"rule {name!r} needs a one-line docstring")
+        takes = len(inspect.signature(fn).parameters)
+        if takes != BY_NAME[stage].arity:
+            raise ValueError(f"rule {name!r} takes {takes} argument(s); a {stage} rule takes {BY_NAME[stage].arity} "
+                             f"({BY_NAME[stage].protocol.__name__})")
         RULES[name] = Rule(name, stage, fn)
         return fn
 
@@ -103,6 +110,19 @@ class Firing:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class Fired(Generic[R]):
+    """A rule's answer: the rule, and what it answered."""
+
+    rule: str
+    value: R
+
+
+def _answer(found: Any) -> bool:
+    """Whether a rule's return value is an answer (None, and a trust rule's False, say nothing)."""
+    return found is not None and found is not False
+
+
 class RuleSet:
     """The rules enabled for one run, and the firings recorded so far."""
 
@@ -118,9 +138,33 @@ class RuleSet:
             raise KeyError(f"no rule named {name!r}")
         return name in self.enabled
 
-    def active(self, stage: str) -> list[Rule]:
+    def active(self, stage: str | Stage[Any]) -> list[Rule]:
         """The enabled rules of a stage, in registry order."""
-        return [r for r in RULES.values() if r.stage == stage and r.name in self.enabled]
+        name = stage if isinstance(stage, str) else stage.name
+        return [r for r in RULES.values() if r.stage == name and r.name in self.enabled]
+
+    def first(self, stages: Stage[R] | Sequence[Stage[R]], *args: Any, step: int | None = None,
+              detail: Callable[[R], str] = str, record: bool = True) -> Fired[R] | None:
+        """The first enabled rule of the stage(s), in order, that answers ``args``; recorded as fired (with
+        ``detail`` of its answer) unless ``record`` is False (the caller then fires it if it changes anything)."""
+        for stage in (stages,) if isinstance(stages, Stage) else stages:
+            for r in self.active(stage):
+                found = r.fn(*args)
+                if _answer(found):
+                    if record:
+                        self.fire(r.name, step=step, detail=detail(found))
+                    return Fired(r.name, found)
+        return None
+
+    def fold(self, stage: Stage[R], question: str, value: R, *, detail: Callable[[R, R], str]) -> R:
+        """``value`` passed through every enabled rule of the stage in turn (each reshapes what the one before
+        left); each rule that answers is recorded as fired, with ``detail(before, after)``."""
+        for r in self.active(stage):
+            found = r.fn(question, value)
+            if _answer(found):
+                self.fire(r.name, detail=detail(value, found))
+                value = found
+        return value
 
     def fire(self, name: str, *, step: int | None = None, detail: str = "") -> None:
         """Record that a rule fired (once per rule, step and detail)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core import events as ev
 from ..core.log import Checkpoint, Event, EventLog
-from ..retrieval.passages import Origin
+from ..core.evidence import Origin
 from .describe import summarize
 from .model import (
     AGENT_ORDER, DISCARDED, HELD, RETRACTED, CheckpointMark, ConflictSet, Entry, FinalAnswer, Item, LLMCallInfo,

@@ -23,9 +23,9 @@ from ..config import Config
 from ..errors import ReagentError
 from ..dates import display_date, iso_parts
 from ..text import fold
-from .lookup import NoKnowledgeGraphError, open_index_graph
-from .store import KnowledgeGraph
-from .triples import Triple
+from ..retrieval.kg_lookup import NoKnowledgeGraphError, open_index_graph
+from ..kg.store import KnowledgeGraph
+from ..kg.triples import Triple
 
 NOTE = ("template questions built from the graph itself: an upper bound on what the graph can add "
         "to passage retrieval, not a QA score")

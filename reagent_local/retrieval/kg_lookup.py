@@ -7,10 +7,10 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import QuestionError, ReagentError
-from ..retrieval.layout import read_manifest, resolve_index
-from ..retrieval.readers import BENCHMARK_FORMATS
-from .store import KG_FILENAME, KnowledgeGraph
-from .triples import Triple
+from .layout import read_manifest, resolve_index
+from .readers import BENCHMARK_FORMATS
+from ..kg.store import KG_FILENAME, KnowledgeGraph
+from ..kg.triples import Triple
 
 _CORPUS_NAMES = {"hotpotqa": "HotpotQA", "2wiki": "2WikiMultiHopQA", "musique": "MuSiQue"}
 

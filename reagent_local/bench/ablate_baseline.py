@@ -1,4 +1,4 @@
-"""A baseline for ``bench ablate``: one method's complete records in a run folder, at one commit and configuration.
+"""The baseline of an ablation (``bench ablate``): one method's complete records in a run folder, at one commit and configuration.
 
 A run stopped before its last question is a baseline only when asked (``answered_only``): its
 answered questions are then the baseline's questions, and the ablation says how many were drawn.

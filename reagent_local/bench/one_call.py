@@ -1,4 +1,4 @@
-"""The two one-call baselines: closed-book (the model alone) and single-step RAG."""
+"""The two one-call methods (the simplest baselines): closed-book (the model alone) and single-step RAG."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field
 
-from ..agents.evidence import is_unknown, supported
+from ..core.evidence import is_unknown, supported
 from ..agents.router import Reading
 from ..errors import LLMOutputError
 from ..rules import RuleSet, answer_type_problem

@@ -13,12 +13,12 @@ from pathlib import Path
 import duckdb
 
 from ..errors import IndexBuildError
-from ..retrieval.wikidump import RawPage, iter_pages
+from .wikidump import RawPage, iter_pages
 from ..text import fold
-from .infobox import Extractor
-from .values import canonical_title
-from .store import INDEXES, KG_FILENAME, SCHEMA, SCHEMA_VERSION, TRIPLE_COLUMNS
-from .triples import Triple
+from ..kg.infobox import Extractor
+from ..kg.values import canonical_title
+from ..kg.store import INDEXES, KG_FILENAME, SCHEMA, SCHEMA_VERSION, TRIPLE_COLUMNS
+from ..kg.triples import Triple
 
 # Relations whose values are other names of the subject (found by find_entities).
 NAME_RELATIONS = ("name", "common_name", "conventional_long_name", "fullname")

@@ -20,7 +20,7 @@ from typing import Any
 from ..config import Config
 from ..errors import ReagentError
 from ..paths import file_sha256, unwritable_reason
-from .cpu import extra_buffers_enabled, read_cpu
+from ..runtime.cpu import extra_buffers_enabled, read_cpu
 
 PACKAGES = ("reagent-local", "llama-cpp-python", "faiss-cpu", "duckdb", "onnxruntime", "torch",
             "sentence-transformers", "bm25s", "numpy", "pydantic", "click")
@@ -96,7 +96,7 @@ def _verified(models_dir: Path, cache: Path, path: Path, name: str, sha256: str)
 
 
 def _models(config: Config, report: Report) -> list[dict[str, Any]]:
-    from .models import KNOWN_MODELS, model_path
+    from ..runtime.models import KNOWN_MODELS, model_path
 
     rows = []
     for model in KNOWN_MODELS:
@@ -132,7 +132,7 @@ def _indexes(config: Config, report: Report) -> list[dict[str, Any]]:
 
 
 def _default_model(config: Config, report: Report) -> Path | None:
-    from .models import resolve_model
+    from ..runtime.models import resolve_model
 
     try:
         return resolve_model(config.llm.model, config.paths.models)[0]
@@ -142,7 +142,7 @@ def _default_model(config: Config, report: Report) -> Path | None:
 
 
 def _probe(config: Config, model: Path, report: Report, reprobe: bool, threads: int, gpu_layers: int) -> dict:
-    from .load_probe import safe_extra_buffers
+    from ..runtime.load_probe import safe_extra_buffers
 
     try:
         verdict = safe_extra_buffers(model, config.llm.extra_buffers, cache_dir=config.paths.cache,
@@ -163,7 +163,7 @@ def _probe(config: Config, model: Path, report: Report, reprobe: bool, threads: 
 
 def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Report:
     """Collect the facts and problems of this installation (probing the default model unless ``probe`` is False)."""
-    from .llm import physical_threads
+    from ..runtime.llm import physical_threads
 
     report = Report()
     cpu = read_cpu()
@@ -180,8 +180,8 @@ def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Re
     extra = extra_buffers_enabled(config.llm.extra_buffers, cpu)
     report.sections["cpu"] = {"model": cpu.model, "usable_cores": cpu.usable_cores, "machine": platform.machine(),
                               "features": cpu.notable_flags(), "amx": cpu.has_amx}
-    from .cores import CoreShare
-    from .openmp import wait_policy
+    from ..runtime.cores import CoreShare
+    from ..runtime.openmp import wait_policy
 
     report.sections["llm"] = {"model": config.llm.model, "threads": threads,
                               "threads_shared": config.llm.n_threads is None,  # a fair share of the cores per call

@@ -19,11 +19,11 @@ import numpy as np
 from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import IndexNotFoundError
-from .build import build_index
-from .convert import convert_index
-from .dense import choose_type
-from .index import MODES, Index
-from .layout import benchmark_index_name
+from ..retrieval.build import build_index
+from ..retrieval.convert import convert_index
+from ..retrieval.dense import choose_type
+from ..retrieval.index import MODES, Index
+from ..retrieval.layout import benchmark_index_name
 
 KS = (2, 5, 10)
 
@@ -81,7 +81,7 @@ def run_retrieval_bench(
     ``faiss_type`` picks the dense index (see ``open_benchmark_index``); ``nprobe`` the
     cells an IVF-PQ search scans (default: the index's own).
     """
-    from ..bench.sampling import sample_questions  # the same draw as the QA benchmark runner
+    from .sampling import sample_questions  # the same draw as the QA benchmark runner
 
     file = Path(file)
     questions = load_questions(file, dataset)
