@@ -130,7 +130,7 @@ def test_ask_with_a_scripted_model_cites_the_pdfs_page_two(built, tmp_path):
     render(trace, console)
     shown = console.export_text()
     assert "papers/birds.pdf, page 2" in shown  # the supporting passage
-    assert "papers/birds.pdf p. 2" in shown  # the retriever's message in the timeline
+    assert "papers/birds.pdf page 2" in shown  # the retriever's message in the timeline
     assert "papers/birds.pdf, page 2" in render_html(trace)
     # an answer served by `reagent serve` to `reagent ask` (share/remote.py) keeps its origins
     served = Answer.from_dict(json.loads(json.dumps(data)))

@@ -224,7 +224,7 @@ def build_index(
     embedder = embedder or embedder_for(config)
     listing: Scan | None = None
     if fmt == DOCS:
-        listing = scan_source(given, include, exclude)
+        listing = scan_source(given, include, exclude, max_bytes=int(config.retrieval.max_file_mb * 1024 * 1024))
         sha256, size = listing.fingerprint(include, exclude), sum(f.size for f in listing.files)
         if passage_step is None:
             options = {"include": list(include), "exclude": list(exclude), "faiss_requested": faiss_type}
