@@ -89,18 +89,19 @@ def _chapters(package: zipfile.ZipFile) -> tuple[str, list[str], dict[str, str]]
 
 def _chapter_blocks(number: int, name: str | None, source: str) -> Iterator[Block]:
     parsed = html_blocks(source)
-    own = [b for b in parsed.blocks if b.is_heading]
-    chapter = name or (own[0].text if own else f"chapter {number}")
+    own = next((b.text for b in parsed.blocks if b.is_heading), None)
+    chapter = name or own or f"chapter {number}"
+    # the chapter's own first heading, when the table of contents names it too ("Chapter 2: The Lake" and
+    # "The Lake"), is the chapter: not a level of its own under it
+    same = own if own is not None and own.casefold() in chapter.casefold() else None
     for block in parsed.blocks:
-        heading = block.heading[1:] if block.heading and block.heading[0] == chapter else block.heading
-        if block.is_heading and block.text == chapter and len(block.heading) <= 1:
-            heading = ()
+        heading = block.heading[1:] if block.heading and block.heading[0] == same else block.heading
         yield Block(unligature(block.text), (chapter, *heading), is_heading=block.is_heading)
 
 
 def epub_blocks(data: bytes) -> Parsed:
     """The title and blocks of an EPUB file (see the module's docstring)."""
-    package = open_zip(data, "EPUB")
+    package = open_zip(data, "an EPUB")
     try:
         title, order, toc = _chapters(package)
         blocks: list[Block] = []

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import IndexBuildError
 from .doc_passages import READER_VERSION, read_document
 from .embed import Embedder, HashEmbedder
-from .folder_scan import MAX_FILE_BYTES, NAMED, FileEntry, Scan, Skip, counts, scan, summary
+from .folder_scan import MAX_FILE_BYTES, NAMED, FileEntry, Scan, Skip, counts, megabytes, scan, summary
 from .layout import MANIFEST, read_manifest
 from .passages import index_text
 from .pdf_text import Unreadable
@@ -226,7 +226,7 @@ class FolderStep:
         except _NotRegular:
             return Skip(entry.rel, "special", "it changed since the listing")
         except _TooLarge:
-            return Skip(entry.rel, "too-large", f"over the limit of {self.scan.max_bytes / 1048576:g} MB: "
+            return Skip(entry.rel, "too-large", f"over the limit of {megabytes(self.scan.max_bytes)}: "
                                                 "retrieval.max_file_mb")
         sha256 = _sha256(data)
         old = previous.files.get(entry.rel) if previous is not None else None

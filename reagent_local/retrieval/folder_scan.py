@@ -256,12 +256,17 @@ def _consider(found: Scan, path: Path, rel: str, info: os.stat_result, include: 
     elif not selected(rel, include, exclude):
         found.skipped.append(Skip(rel, "excluded"))
     elif info.st_size > found.max_bytes:
-        found.skipped.append(Skip(rel, "too-large", f"{info.st_size / 1048576:,.1f} MB, over the limit of "
-                                                    f"{found.max_bytes / 1048576:g} MB: retrieval.max_file_mb"))
+        found.skipped.append(Skip(rel, "too-large", f"{megabytes(info.st_size)}, over the limit of "
+                                                    f"{megabytes(found.max_bytes)}: retrieval.max_file_mb"))
     elif kind_of(rel) == "binary":
         found.skipped.append(Skip(rel, "binary"))
     else:
         found.files.append(FileEntry(rel, path, kind_of(rel), info.st_size, info.st_mtime_ns))
+
+
+def megabytes(size: int) -> str:
+    """``12.5 MB``, ``0.48 MB``."""
+    return f"{size / 1048576:,.3g} MB" if size < 1048576 * 100 else f"{size / 1048576:,.0f} MB"
 
 
 def _special(mode: int) -> str:

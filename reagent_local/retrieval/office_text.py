@@ -33,7 +33,7 @@ def open_zip(data: bytes, what: str) -> zipfile.ZipFile:
     try:
         package = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise Unreadable("damaged-file", f"not a {what} package ({exc})") from None
+        raise Unreadable("damaged-file", f"not {what} package ({exc})") from None
     inflated = sum(info.file_size for info in package.infolist())
     if inflated > MAX_MEMBER_BYTES:
         package.close()
@@ -124,7 +124,7 @@ def docx_blocks(data: bytes) -> Parsed:
         import docx
     except ImportError:
         raise Unreadable("failed", "python-docx is not installed: pip install python-docx") from None
-    open_zip(data, "Word").close()
+    open_zip(data, "a Word").close()
     try:
         document = docx.Document(io.BytesIO(data))
         blocks, headings = _blocks(_docx_items(document))
@@ -158,7 +158,7 @@ def pptx_blocks(data: bytes) -> Parsed:
         from pptx import Presentation
     except ImportError:
         raise Unreadable("failed", "python-pptx is not installed: pip install python-pptx") from None
-    open_zip(data, "PowerPoint").close()
+    open_zip(data, "a PowerPoint").close()
     try:
         deck = Presentation(io.BytesIO(data))
         blocks: list[Block] = []
@@ -225,7 +225,7 @@ def _odt_items(element: ElementTree.Element) -> Iterator[tuple[int | None, str]]
 
 def odt_blocks(data: bytes) -> Parsed:
     """The title and blocks of an OpenDocument text file (.odt)."""
-    package = open_zip(data, "OpenDocument")
+    package = open_zip(data, "an OpenDocument")
     try:
         root = ElementTree.fromstring(read_member(package, "content.xml"))
         try:

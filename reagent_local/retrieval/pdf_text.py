@@ -26,11 +26,21 @@ from .doc_blocks import Block, Parsed, text_blocks
 # characters a page on average, the PDF has no text layer worth indexing and is named as needing OCR.
 MIN_CHARS_PER_PAGE = 32
 _LIGATURES = re.compile("[\ufb00-\ufb06]")
+# A TeX font without a ToUnicode map (OT1 or T1 encoding) has its ligatures at control codes, which pypdf
+# passes on as they are ("Simpli\x0ced"): one of those touching a letter is read as the ligature.
+_TEX_SLOTS = {"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl",
+              "\x1b": "ff", "\x1c": "fi", "\x1d": "fl", "\x1e": "ffi", "\x1f": "ffl"}
+_TEX_LIGATURE = re.compile(r"(?<=[^\W\d_])[\x0b-\x0f\x1b-\x1f]|[\x0b-\x0f\x1b-\x1f](?=[^\W\d_])")
 
 
 def unligature(text: str) -> str:
     """Ligature characters (ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) as their letters; nothing else changes (NFKC on those alone)."""
     return _LIGATURES.sub(lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
+
+
+def pdf_text(text: str) -> str:
+    """A page's extracted text with its ligatures as letters, TeX's control-code ligatures included."""
+    return unligature(_TEX_LIGATURE.sub(lambda m: _TEX_SLOTS[m.group(0)], text))
 
 
 class Unreadable(Exception):
@@ -101,7 +111,7 @@ def pdf_blocks(data: bytes) -> Parsed:
         outline = _outline_headings(reader)
         blocks: list[Block] = []
         for number, page in enumerate(pages):
-            text = unligature(page.extract_text() or "")
+            text = pdf_text(page.extract_text() or "")
             heading = _heading_for(number, outline)
             for block in text_blocks(text.replace("\x00", "")).blocks:
                 blocks.append(Block(block.text, heading, page=number + 1))

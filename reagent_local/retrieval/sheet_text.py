@@ -107,7 +107,7 @@ def xlsx_blocks(data: bytes) -> Parsed:
         raise Unreadable("failed", "openpyxl is not installed: pip install openpyxl") from None
     from .office_text import open_zip
 
-    open_zip(data, "Excel").close()
+    open_zip(data, "an Excel").close()
     try:
         book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError) as exc:
