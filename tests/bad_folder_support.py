@@ -66,11 +66,11 @@ def make_bad_folder(root: Path, huge_bytes: int = 600_000) -> tuple[Path, set[st
     outside = root / "outside.md"
     outside.write_text("# Outside\n\nSecrets outside the folder.\n", encoding="utf-8")
     os.symlink(outside, folder / "links" / "outside.md")
-    os.symlink(folder / "links" / "loop-b", folder / "links" / "loop-a")
-    os.symlink(folder / "links" / "loop-a", folder / "links" / "loop-b")
-    os.symlink(folder / "links" / "missing.md", folder / "links" / "broken.md")
-    os.symlink(folder / "good.md", folder / "links" / "inside.md")
-    os.symlink(folder, folder / "links" / "folder-loop")
+    os.symlink("loop-b", folder / "links" / "loop-a")  # relative: the folder may be moved
+    os.symlink("loop-a", folder / "links" / "loop-b")
+    os.symlink("missing.md", folder / "links" / "broken.md")
+    os.symlink("../good.md", folder / "links" / "inside.md")
+    os.symlink("..", folder / "links" / "folder-loop")
     named.update({"links/outside.md": "link-outside", "links/loop-a": "link-loop", "links/loop-b": "link-loop",
                   "links/broken.md": "link-broken"})
     os.mkfifo(folder / "pipe.txt")  # a read would wait for a writer for ever

@@ -29,7 +29,7 @@ def test_every_format_is_read_and_each_fact_carries_its_origin(tmp_path):
     path = build_index(folder, "kept", config, progress=False)
     store = PassageStore(path / "passages.duckdb")
     try:
-        passages = store.passages(0, store.count())
+        passages = list(store.passages(0, store.count()))
         files = {f["path"]: f for f in store.files()}
     finally:
         store.close()
@@ -72,7 +72,7 @@ def test_sheet_rows_are_lines_with_the_header_named_in_each_row():
     assert len(cut) > 1 and cut[0].origin.lines[0] == 1 and cut[-1].origin.lines[1] == 61
     for passage in cut:
         first, last = passage.origin.lines
-        assert f"part {max(first, 2)}" in passage.text and f"part {last}," in passage.text + ","
+        assert f"item: part {max(first, 2)};" in passage.text and f"item: part {last};" in passage.text
     semicolons = _read("eu.csv", "name;city\nAnna;Oslo\nOle;Bergen\n".encode()).passages[0].text
     assert "name: Ole; city: Bergen" in semicolons  # the delimiter is sniffed
 
