@@ -6,7 +6,7 @@ lock ``indexes/.NAME.lock`` makes a second build of NAME wait for the first. A f
 disk removes the temporary folder and says so.
 Embeddings are saved in shards (``embeddings/shard-NNNNNN.npy``); running the same
 build again reuses the finished shards. Bad input removes the temporary folder.
-A folder (or one Markdown, text, HTML or PDF file) is read by ``folder_build``; with
+A folder (or one document: Markdown, text, HTML, PDF, Office, EPUB, ...) is read by ``folder_build``; with
 ``update`` an existing index of that folder is rebuilt reusing what did not change.
 """
 

@@ -37,7 +37,8 @@ from .progress import Reporter
 from .store import FILENAME as PASSAGES_FILE
 from .store import PassageStore, PassageWriter
 
-DOCS = "docs"  # the format name of a folder (or one file) of Markdown, text, HTML and PDF
+DOCS = "docs"  # the format name of a folder (or one file) of documents
+READ_FORMATS = "Markdown, text, HTML, PDF, docx, pptx, xlsx, csv, odt, epub, ipynb or eml"
 LISTED = 200  # file names kept per list in the manifest (counts are always complete)
 
 
@@ -115,7 +116,7 @@ def scan_source(source: Path, include: Sequence[str], exclude: Sequence[str], *,
     listing = scan(source, include, exclude, max_bytes)
     if not listing.files and not listing.skipped:
         raise IndexBuildError(f"{listing.root} is empty: no files to read",
-                              hint="point at a folder of Markdown, text, HTML or PDF files")
+                              hint=f"point at a folder of documents ({READ_FORMATS})")
     return listing
 
 
@@ -253,10 +254,10 @@ class FolderStep:
         where = self.scan.root / self.scan.files[0].rel if self.scan.single and self.scan.files else self.scan.root
         if not tally.skipped:
             return IndexBuildError(f"{where} is empty: no files to read",
-                                   hint="point at a folder of Markdown, text, HTML or PDF files")
+                                   hint=f"point at a folder of documents ({READ_FORMATS})")
         return IndexBuildError(f"nothing readable in {where}: skipped {summary(tally.skipped)}",
-                               hint="check --include/--exclude, or point at a folder of Markdown, text, HTML or PDF "
-                                    "files (scanned PDFs need OCR first)")
+                               hint=f"check --include/--exclude, or point at a folder of documents ({READ_FORMATS}; "
+                                    "scanned PDFs need OCR first)")
 
     def _figures(self, tally: Tally, documents: int, count: int, seconds: float) -> dict:
         named = [s for s in tally.skipped if s.reason in NAMED or s.reason in ("binary", "empty")]
