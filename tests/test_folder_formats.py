@@ -150,3 +150,25 @@ def test_one_office_file_is_a_source_too(tmp_path):
     path = build_index(folder / "deck.pptx", "deck", hash_config(tmp_path), progress=False)
     manifest = json.loads((path / "manifest.json").read_text())
     assert (manifest["format"], manifest["documents"], manifest["passages"]) == ("docs", 1, 2)
+
+
+def test_a_docx_heading_set_by_outline_level_and_the_title_rule():
+    import io
+
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    custom = document.add_paragraph("Custom outline heading")
+    level = OxmlElement("w:outlineLvl")
+    level.set(qn("w:val"), "1")  # 0-based: a level-2 heading without a Heading style
+    custom._p.get_or_add_pPr().append(level)
+    document.add_paragraph("Body under it.")
+    document.add_heading("Real Heading", 1)
+    document.add_paragraph("Body two.")
+    out = io.BytesIO()
+    document.save(out)
+    read = _read("memo.docx", out.getvalue())
+    assert [p.origin.heading for p in read.passages] == [("Custom outline heading",), ("Real Heading",)]
+    assert read.title == "memo"  # the first heading is not above the later level-1 one: the file name

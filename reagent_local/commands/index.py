@@ -161,7 +161,7 @@ def folder_lines(m: dict) -> list[str]:
     out = [f"folder     {folder.get('files')} files read, {folder.get('passages')} passages"
            + (f"  ({globs})" if globs else ""), f"skipped    {skipped}"]
     out += [f"             {s['path']}: {REASONS.get(s['reason'], s['reason'])}" + (f" ({s['detail']})" if s.get("detail") else "")
-            for s in folder.get("skipped_files") or [] if s["reason"] not in ("binary", "empty")]
+            for s in folder.get("skipped_files") or [] if s["reason"] != "binary"]
     update = m.get("update")
     if update:
         files, passages = update.get("files") or {}, update.get("passages") or {}

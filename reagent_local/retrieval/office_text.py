@@ -88,7 +88,7 @@ def _docx_level(paragraph: Any) -> int | None:
     for element in (paragraph._p, getattr(style, "element", None)):  # w:outlineLvl, 0-based; 9 is body text
         if element is None:
             continue
-        levels = element.xpath(".//w:pPr/w:outlineLvl/@w:val") or element.xpath("./w:pPr/w:outlineLvl/@w:val")
+        levels = element.xpath("./w:pPr/w:outlineLvl/@w:val")
         if levels and levels[0].isdigit() and int(levels[0]) < 9:
             return int(levels[0]) + 1
     return None
