@@ -99,6 +99,7 @@ class RetrievalConfig:
     rrf_k: int = 60
     use_kg: bool = True
     nprobe: int = 0  # IVF-PQ indexes: cells scanned per search (0: the index's own default, in its manifest)
+    max_file_mb: float = 100.0  # folders of documents: a larger file is skipped and named (a log or a dump)
 
 
 # The backtracking ablation modes and what each switches on: (local, global).

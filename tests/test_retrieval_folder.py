@@ -90,7 +90,7 @@ def test_skipped_files_are_counted_by_reason_and_the_bad_ones_named(built):
                      "sub/blob": "binary"}
     said = "\n".join(lines)
     for needle in ("skipped papers/locked.pdf: an encrypted PDF", "skipped papers/broken.pdf: a damaged PDF",
-                   "skipped papers/scan.pdf: a PDF without text", "skipped sub/outside.md: a link leading outside",
+                   "skipped papers/scan.pdf: no text layer (needs OCR)", "skipped sub/outside.md: a link leading outside",
                    "read 4 files of"):
         assert needle in said, said
     assert all(line.count("\n") == 0 for line in lines)  # one line each
@@ -130,7 +130,7 @@ def test_ask_with_a_scripted_model_cites_the_pdfs_page_two(built, tmp_path):
     render(trace, console)
     shown = console.export_text()
     assert "papers/birds.pdf, page 2" in shown  # the supporting passage
-    assert "papers/birds.pdf p. 2" in shown  # the retriever's message in the timeline
+    assert "papers/birds.pdf page 2" in shown  # the retriever's message in the timeline
     assert "papers/birds.pdf, page 2" in render_html(trace)
     # an answer served by `reagent serve` to `reagent ask` (share/remote.py) keeps its origins
     served = Answer.from_dict(json.loads(json.dumps(data)))
@@ -143,7 +143,7 @@ def test_a_single_file_is_a_source_too(tmp_path):
     config = hash_config(tmp_path)
     path = build_index(docs / "guide.md", "guide", config, progress=False)
     assert sorted(_passages(path)) == ["guide.md#0", "guide.md#1", "guide.md#2"]
-    with pytest.raises(IndexBuildError, match="nothing readable in .*scan.pdf: skipped 1 a PDF without text"):
+    with pytest.raises(IndexBuildError, match=r"nothing readable in .*scan.pdf: skipped 1 no text layer \(needs OCR\)"):
         build_index(docs / "papers" / "scan.pdf", "scan", config, progress=False)
 
 
@@ -173,7 +173,7 @@ def test_an_empty_folder_and_one_with_nothing_readable_are_one_clear_error(tmp_p
     (junk / "b.txt").write_bytes(b"\x00\x01" * 50)
     with pytest.raises(IndexBuildError) as info:
         build_index(junk, "j", config, progress=False)
-    assert "nothing readable in" in str(info.value) and "skipped 1 hidden, 2 binary" in str(info.value)
+    assert "nothing readable in" in str(info.value) and "skipped 1 hidden, 1 binary, 1 binary content under a text name" in str(info.value)
     left = [p.name for p in config.paths.indexes.iterdir() if p.suffix != ".lock"]
     assert left == []  # nothing half-built stays
 

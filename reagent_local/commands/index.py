@@ -48,9 +48,10 @@ def build_cmd(source: Path, name: str, fmt: str, include: tuple[str, ...], exclu
               shard_size: int | None, ray_workers: int | None) -> None:
     """Build index NAME from SOURCE; an interrupted build resumes when run again.
 
-    SOURCE may be a folder (read recursively; hidden and binary files are skipped) or one
-    file of Markdown, text, HTML or PDF: passages follow headings and pages and carry
-    their file, heading and page or lines. With --ray, Ray workers read, chunk and embed
+    SOURCE may be a folder (read recursively; hidden and binary files are skipped, and a
+    file that cannot be read is named) or one file of Markdown, text, HTML, PDF, docx,
+    pptx, xlsx, csv, odt, epub, ipynb or eml: passages follow headings, pages, slides,
+    rows and cells and carry their file, heading and place. With --ray, Ray workers read, chunk and embed
     shards of SOURCE (each kept as it finishes, so a build resumes shard by shard), merged
     into the same index.
     """
@@ -160,7 +161,7 @@ def folder_lines(m: dict) -> list[str]:
     out = [f"folder     {folder.get('files')} files read, {folder.get('passages')} passages"
            + (f"  ({globs})" if globs else ""), f"skipped    {skipped}"]
     out += [f"             {s['path']}: {REASONS.get(s['reason'], s['reason'])}" + (f" ({s['detail']})" if s.get("detail") else "")
-            for s in folder.get("skipped_files") or [] if s["reason"] not in ("binary", "empty")]
+            for s in folder.get("skipped_files") or [] if s["reason"] != "binary"]
     update = m.get("update")
     if update:
         files, passages = update.get("files") or {}, update.get("passages") or {}

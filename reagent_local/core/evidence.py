@@ -24,6 +24,9 @@ _INSTRUCTION = re.compile(
     re.IGNORECASE,
 )
 HEADING_SEPARATOR = " > "
+# What ``page`` and ``lines`` count in files other than PDF and text: a slide, a spreadsheet's rows, a notebook's cells
+PAGE_UNITS = {".pptx": "slide"}
+LINE_UNITS = {".csv": "row", ".tsv": "row", ".xlsx": "row", ".ipynb": "cell"}
 UNKNOWN = {"unknown", "none", "n/a", "no answer", "not found", "not mentioned", "not given", ""}
 
 
@@ -41,13 +44,19 @@ class Origin:
         if self.lines is not None:
             object.__setattr__(self, "lines", (int(self.lines[0]), int(self.lines[1])))
 
+    def units(self) -> tuple[str, str]:
+        """What page and lines count in this file: ``("page", "line")``, a deck's slides, a sheet's rows."""
+        suffix = self.path[self.path.rfind("."):].lower() if "." in self.path.rsplit("/", 1)[-1] else ""
+        return PAGE_UNITS.get(suffix, "page"), LINE_UNITS.get(suffix, "line")
+
     def place(self) -> str:
-        """The page or the lines: ``page 2``, ``lines 9-22``, ``line 4`` ('' when neither is known)."""
+        """The page or the lines: ``page 2``, ``lines 9-22``, ``line 4``, ``slide 3``, ``rows 2-9`` ('' when neither)."""
+        page, line = self.units()
         if self.page is not None:
-            return f"page {self.page}"
+            return f"{page} {self.page}"
         if self.lines is not None:
             first, last = self.lines
-            return f"line {first}" if first == last else f"lines {first}-{last}"
+            return f"{line} {first}" if first == last else f"{line}s {first}-{last}"
         return ""
 
     def label(self) -> str:

@@ -6,7 +6,7 @@ lock ``indexes/.NAME.lock`` makes a second build of NAME wait for the first. A f
 disk removes the temporary folder and says so.
 Embeddings are saved in shards (``embeddings/shard-NNNNNN.npy``); running the same
 build again reuses the finished shards. Bad input removes the temporary folder.
-A folder (or one Markdown, text, HTML or PDF file) is read by ``folder_build``; with
+A folder (or one document: Markdown, text, HTML, PDF, Office, EPUB, ...) is read by ``folder_build``; with
 ``update`` an existing index of that folder is rebuilt reusing what did not change.
 """
 
@@ -224,7 +224,7 @@ def build_index(
     embedder = embedder or embedder_for(config)
     listing: Scan | None = None
     if fmt == DOCS:
-        listing = scan_source(given, include, exclude)
+        listing = scan_source(given, include, exclude, max_bytes=int(config.retrieval.max_file_mb * 1024 * 1024))
         sha256, size = listing.fingerprint(include, exclude), sum(f.size for f in listing.files)
         if passage_step is None:
             options = {"include": list(include), "exclude": list(exclude), "faiss_requested": faiss_type}

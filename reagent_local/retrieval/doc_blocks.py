@@ -2,7 +2,7 @@
 
 Markdown is parsed by markdown-it-py (CommonMark and tables), so a ``#`` inside a code
 fence is not a heading; a block keeps its source lines as written. HTML is read with the
-standard library's parser: ``<title>`` (else the first ``<h1>``) is the title, ``<h1>``-``<h6>``
+standard library's parser: ``<title>`` (else the first heading, see ``heading_title``) is the title, ``<h1>``-``<h6>``
 set the heading path, block elements make paragraphs, scripts, styles and navigation are
 dropped. Plain text is paragraphs between blank lines. Line numbers are 1-based and
 inclusive; ``doc_passages`` packs the blocks into passages.
@@ -88,6 +88,7 @@ def markdown_blocks(source: str) -> Parsed:
     tokens = _markdown().parse(source)
     path = HeadingPath()
     blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
     for i, token in enumerate(tokens):
         if token.level != 0 or token.map is None:
             continue
@@ -97,7 +98,7 @@ def markdown_blocks(source: str) -> Parsed:
             if not text:
                 continue
             heading = path.enter(int(token.tag[1]), text)
-            title = title or text
+            headings.append((int(token.tag[1]), text))
             blocks.append(Block(text, heading, start + 1, end, is_heading=True))
         elif token.type in _BLOCK_OPENERS or token.type in ("fence", "code_block", "html_block"):
             raw = "\n".join(line.rstrip() for line in lines[start:end]).strip("\n")
@@ -107,7 +108,17 @@ def markdown_blocks(source: str) -> Parsed:
             if raw.strip():
                 first, last = _trimmed(lines, start, end)
                 blocks.append(Block(raw, path.path, first, last))
-    return Parsed(title, blocks)
+    return Parsed(title or heading_title(headings), blocks)
+
+
+def heading_title(headings: list[tuple[int, str]]) -> str | None:
+    """The first heading, of any level, when no later heading is at its level or above; else None (the file name)."""
+    # a changelog of ``## 8.5.0``, ``## 8.4.0``: no heading stands for the whole file, and titling every
+    # passage "8.5.0" misled answers
+    if not headings:
+        return None
+    level, text = headings[0]
+    return None if any(other <= level for other, _ in headings[1:]) else text
 
 
 def _trimmed(lines: list[str], start: int, end: int) -> tuple[int, int]:
@@ -150,7 +161,7 @@ class _HtmlReader(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.title: str | None = None
-        self.first_h1: str | None = None
+        self.headings: list[tuple[int, str]] = []
         self.blocks: list[Block] = []
         self.path = HeadingPath()
         self._skip = 0  # depth inside skipped elements
@@ -193,8 +204,7 @@ class _HtmlReader(HTMLParser):
             self._parts, self._first, self._heading = [], None, None
             if text:
                 heading = self.path.enter(level, text)
-                if level == 1 and self.first_h1 is None:
-                    self.first_h1 = text
+                self.headings.append((level, text))
                 self.blocks.append(Block(text, heading, first, self.getpos()[0], is_heading=True))
         elif tag in _HTML_BLOCKS:
             self._flush()
@@ -235,4 +245,4 @@ def html_blocks(source: str) -> Parsed:
     reader = _HtmlReader()
     reader.feed(source)
     reader.close()
-    return Parsed(reader.title or reader.first_h1, reader.blocks)
+    return Parsed(reader.title or heading_title(reader.headings), reader.blocks)

@@ -17,11 +17,22 @@ from pathlib import PurePosixPath
 from .passages import Origin
 from .doc_blocks import Block, Parsed, html_blocks, markdown_blocks, text_blocks
 from .passages import TARGET_WORDS, split_passages
+from .folder_scan import DOCUMENT_SUFFIXES
+from .office_text import docx_blocks, odt_blocks, pptx_blocks
 from .pdf_text import Unreadable, pdf_blocks
+from .epub_text import epub_blocks
+from .notebook_text import ipynb_blocks
+from .mail_text import eml_blocks
+from .sheet_text import csv_blocks, xlsx_blocks
+
+# formats read from their bytes (zip packages, mail) and formats read from their text
+PACKAGED = {"docx": docx_blocks, "pptx": pptx_blocks, "odt": odt_blocks, "xlsx": xlsx_blocks, "epub": epub_blocks,
+            "eml": eml_blocks}
+TEXTUAL = {"csv": csv_blocks, "ipynb": ipynb_blocks}
 
 # Bump when reading or packing changes: an update then reads every file again (vectors of
 # passages whose text did not change are still reused).
-READER_VERSION = 1
+READER_VERSION = 2  # 2: office, e-book, sheet, notebook and mail formats; titles; ligatures
 _SNIFF = 8192
 
 
@@ -65,8 +76,12 @@ def decode_text(data: bytes) -> str:
 
 def parse(data: bytes, kind: str) -> Parsed:
     """A file's bytes as blocks, read as ``kind``; raises Unreadable for what the build skips."""
+    if not data.strip():
+        raise Unreadable("empty", f"{len(data)} bytes")
     if kind == "pdf":
         return pdf_blocks(data)
+    if kind in PACKAGED:
+        return PACKAGED[kind](data)
     if looks_binary(data):
         raise Unreadable("binary")
     text = decode_text(data)
@@ -74,12 +89,20 @@ def parse(data: bytes, kind: str) -> Parsed:
         return markdown_blocks(text)
     if kind == "html":
         return html_blocks(text)
+    if kind in TEXTUAL:
+        return TEXTUAL[kind](text)
     return text_blocks(text)
 
 
 def read_document(rel: str, data: bytes, kind: str, target_words: int = TARGET_WORDS) -> FileDocument:
     """The passages of one file (``rel``: its path from the folder); raises Unreadable when it has none."""
-    parsed = parse(data, kind)
+    try:
+        parsed = parse(data, kind)
+    except Unreadable as exc:
+        suffix = PurePosixPath(rel).suffix.lower()
+        if exc.reason == "binary" and (kind != "text" or suffix in DOCUMENT_SUFFIXES):
+            raise Unreadable("not-text", f"{suffix} file with binary bytes") from None  # named: a surprise
+        raise
     passages = pack(parsed.blocks, rel, target_words)
     if not passages:
         raise Unreadable("empty")
@@ -116,8 +139,8 @@ def _pieces(block: Block, limit: int, target: int) -> list[Block]:
 
 def _sub(block: Block, text: str, first: int, last: int) -> Block:
     """Lines first..last (0-based offsets into the block) of a block as a block of their own."""
-    if block.first is None:
-        return Block(text, block.heading, None, None, block.page)
+    if block.first is None or block.first == block.last:  # one line, or one cell of a notebook: its place stays
+        return Block(text, block.heading, block.first, block.last, block.page)
     return Block(text, block.heading, block.first + first, block.first + last, block.page)
 
 

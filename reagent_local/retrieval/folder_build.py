@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 from ..errors import IndexBuildError
 from .doc_passages import READER_VERSION, read_document
 from .embed import Embedder, HashEmbedder
-from .folder_scan import NAMED, FileEntry, Scan, Skip, counts, scan, summary
+from .folder_scan import MAX_FILE_BYTES, NAMED, FileEntry, Scan, Skip, counts, megabytes, scan, summary
 from .layout import MANIFEST, read_manifest
 from .passages import index_text
 from .pdf_text import Unreadable
@@ -36,7 +37,8 @@ from .progress import Reporter
 from .store import FILENAME as PASSAGES_FILE
 from .store import PassageStore, PassageWriter
 
-DOCS = "docs"  # the format name of a folder (or one file) of Markdown, text, HTML and PDF
+DOCS = "docs"  # the format name of a folder (or one file) of documents
+READ_FORMATS = "Markdown, text, HTML, PDF, docx, pptx, xlsx, csv, odt, epub, ipynb or eml"
 LISTED = 200  # file names kept per list in the manifest (counts are always complete)
 
 
@@ -108,12 +110,13 @@ def _old_vectors(index: Path, target: Path) -> np.ndarray:
     return out
 
 
-def scan_source(source: Path, include: Sequence[str], exclude: Sequence[str]) -> Scan:
+def scan_source(source: Path, include: Sequence[str], exclude: Sequence[str], *,
+                max_bytes: int = MAX_FILE_BYTES) -> Scan:
     """The files a folder build reads; an empty folder is refused here, before any work."""
-    listing = scan(source, include, exclude)
+    listing = scan(source, include, exclude, max_bytes)
     if not listing.files and not listing.skipped:
         raise IndexBuildError(f"{listing.root} is empty: no files to read",
-                              hint="point at a folder of Markdown, text, HTML or PDF files")
+                              hint=f"point at a folder of documents ({READ_FORMATS})")
     return listing
 
 
@@ -129,9 +132,29 @@ def check_updatable(final: Path) -> None:
                               hint=f"rebuild it with `reagent index build SOURCE --name {final.name} --force`")
 
 
-def _read(entry_path: Path) -> bytes:
-    with open(entry_path, "rb") as stream:
-        return stream.read()
+def _read(entry: FileEntry, max_bytes: int) -> bytes:
+    """A file's bytes; a file that became a FIFO or a device since the scan is refused, not waited on."""
+    fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise _NotRegular()
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _TooLarge(len(data))
+    return data
+
+
+class _NotRegular(Exception):
+    """The path is no longer a regular file."""
+
+
+class _TooLarge(Exception):
+    """The file grew past the size limit since the scan."""
+
+
+def _short(text: str) -> str:
+    return " ".join(text.split())[:160]
 
 
 class FolderStep:
@@ -196,11 +219,16 @@ class FolderStep:
     def _add(self, writer: PassageWriter, entry: FileEntry, previous: Previous | None, tally: Tally) -> Skip | None:
         """Write one file's passages; the Skip when it is left out."""
         try:
-            data = _read(entry.path)
+            data = _read(entry, self.scan.max_bytes)
         except FileNotFoundError:
             return Skip(entry.rel, "vanished")
         except OSError as exc:
             return Skip(entry.rel, "unreadable", exc.strerror or str(exc))
+        except _NotRegular:
+            return Skip(entry.rel, "special", "it changed since the listing")
+        except _TooLarge:
+            return Skip(entry.rel, "too-large", f"over the limit of {megabytes(self.scan.max_bytes)}: "
+                                                "retrieval.max_file_mb")
         sha256 = _sha256(data)
         old = previous.files.get(entry.rel) if previous is not None else None
         if old is not None and old["sha256"] == sha256 and previous.same_reader:
@@ -212,6 +240,8 @@ class FolderStep:
                 document = read_document(entry.rel, data, entry.kind)
             except Unreadable as exc:
                 return Skip(entry.rel, exc.reason, exc.detail)
+            except Exception as exc:  # noqa: BLE001 - no file may stop a build: a reader's bug skips that file
+                return Skip(entry.rel, "failed", f"{type(exc).__name__}: {_short(str(exc))}")
             title, pairs = document.title, [(p.text, p.origin) for p in document.passages]
             (tally.changed if old is not None else tally.added).append(entry.rel)
         first = writer.count
@@ -224,10 +254,10 @@ class FolderStep:
         where = self.scan.root / self.scan.files[0].rel if self.scan.single and self.scan.files else self.scan.root
         if not tally.skipped:
             return IndexBuildError(f"{where} is empty: no files to read",
-                                   hint="point at a folder of Markdown, text, HTML or PDF files")
+                                   hint=f"point at a folder of documents ({READ_FORMATS})")
         return IndexBuildError(f"nothing readable in {where}: skipped {summary(tally.skipped)}",
-                               hint="check --include/--exclude, or point at a folder of Markdown, text, HTML or PDF "
-                                    "files (scanned PDFs need OCR first)")
+                               hint=f"check --include/--exclude, or point at a folder of documents ({READ_FORMATS}; "
+                                    "scanned PDFs need OCR first)")
 
     def _figures(self, tally: Tally, documents: int, count: int, seconds: float) -> dict:
         named = [s for s in tally.skipped if s.reason in NAMED or s.reason in ("binary", "empty")]

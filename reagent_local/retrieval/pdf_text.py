@@ -2,18 +2,45 @@
 
 Its title comes from the document information (``/Title``), and its outline (bookmarks),
 when it has one, gives each page the heading path of the last entry that starts on or
-before it. An encrypted PDF that opens with the empty password is read; one that needs a
-password, a damaged one, or one without any text (a scan: it needs OCR first) raises
-``Unreadable`` with the reason, so the build skips it and names it.
+before it. An encrypted PDF that opens with the empty password is read (RC4 and AES: AES
+needs ``cryptography``); one that needs a password, a damaged one, a file named ``.pdf`` that
+holds something else (an HTML page: a failed download), or one without a text layer (a scan:
+under ``MIN_CHARS_PER_PAGE`` visible characters a page on average) raises ``Unreadable`` with
+the reason, so the build skips it and names it. Ligature characters (U+FB00-FB06: "ﬁ") are
+written as their letters.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import re
+import unicodedata
 from typing import Any
 
 from .doc_blocks import Block, Parsed, text_blocks
+
+
+# A scanned page often yields a page number, a stamp or a running head (a few words) and no more; a page of
+# text yields 1,500-3,000 characters, a sparse slide 100 and more. Under this many visible (non-space)
+# characters a page on average, the PDF has no text layer worth indexing and is named as needing OCR.
+MIN_CHARS_PER_PAGE = 32
+_LIGATURES = re.compile("[\ufb00-\ufb06]")
+# A TeX font without a ToUnicode map (OT1 or T1 encoding) has its ligatures at control codes, which pypdf
+# passes on as they are ("Simpli\x0ced"): one of those touching a letter is read as the ligature.
+_TEX_SLOTS = {"\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl",
+              "\x1b": "ff", "\x1c": "fi", "\x1d": "fl", "\x1e": "ffi", "\x1f": "ffl"}
+_TEX_LIGATURE = re.compile(r"(?<=[^\W\d_])[\x0b-\x0f\x1b-\x1f]|[\x0b-\x0f\x1b-\x1f](?=[^\W\d_])")
+
+
+def unligature(text: str) -> str:
+    """Ligature characters (ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) as their letters; nothing else changes (NFKC on those alone)."""
+    return _LIGATURES.sub(lambda m: unicodedata.normalize("NFKC", m.group(0)), text)
+
+
+def pdf_text(text: str) -> str:
+    """A page's extracted text with its ligatures as letters, TeX's control-code ligatures included."""
+    return unligature(_TEX_LIGATURE.sub(lambda m: _TEX_SLOTS[m.group(0)], text))
 
 
 class Unreadable(Exception):
@@ -66,9 +93,11 @@ def _heading_for(page: int, outline: list[tuple[int, tuple[str, ...]]]) -> tuple
 def pdf_blocks(data: bytes) -> Parsed:
     """Title and blocks (paragraphs of each page, tagged with the page) of a PDF's bytes."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError, PyPdfError
+    from pypdf.errors import DependencyError, PdfReadError, PyPdfError
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd files are not the user's business
+    if b"%PDF-" not in data[:1024]:
+        raise Unreadable("not-pdf", _what_instead(data))
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -82,21 +111,35 @@ def pdf_blocks(data: bytes) -> Parsed:
         outline = _outline_headings(reader)
         blocks: list[Block] = []
         for number, page in enumerate(pages):
-            text = page.extract_text() or ""
+            text = pdf_text(page.extract_text() or "")
             heading = _heading_for(number, outline)
             for block in text_blocks(text.replace("\x00", "")).blocks:
                 blocks.append(Block(block.text, heading, page=number + 1))
         title = _title(reader)
     except Unreadable:
         raise
+    except DependencyError as exc:  # AES without the cryptography package: a broken install, said as such
+        raise Unreadable("encrypted", f"{_short(exc)}: pip install cryptography") from None
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError,
             RecursionError, AssertionError, OSError, EOFError) as exc:  # what pypdf raises on a broken file
         raise Unreadable("damaged", _short(exc)) from None
     if not pages:
         raise Unreadable("damaged", "no pages")
-    if not any(block.text.strip() for block in blocks):
-        raise Unreadable("no-text-pdf", f"{len(pages)} page{'s' if len(pages) != 1 else ''} without text")
+    visible = sum(len("".join(block.text.split())) for block in blocks)
+    if visible < MIN_CHARS_PER_PAGE * len(pages):
+        plural = "s" if len(pages) != 1 else ""
+        raise Unreadable("no-text-pdf", f"{visible} characters of text on {len(pages)} page{plural}")
     return Parsed(title, blocks)
+
+
+def _what_instead(data: bytes) -> str:
+    """What a file named .pdf holds instead: an HTML page, text, nothing, or something else."""
+    head = data[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if not head:
+        return "it is empty"
+    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head or b"<body" in head:
+        return "it holds an HTML page: a failed download?"
+    return "it does not start with %PDF-"
 
 
 def _title(reader: Any) -> str | None:

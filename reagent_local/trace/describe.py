@@ -39,9 +39,10 @@ def _passage_name(passage: Mapping[str, Any]) -> str:
     """A passage in a one-line summary: its title, or for a passage of a folder its file and page or lines."""
     origin = passage.get("origin")
     if isinstance(origin, Mapping) and origin.get("path"):
-        place = f"p. {origin['page']}" if origin.get("page") is not None else (
-            f"l. {origin['lines'][0]}-{origin['lines'][1]}" if origin.get("lines") else "")
-        return clean(f"{origin['path']} {place}".strip(), 60)
+        from ..retrieval.passages import Origin  # the package's __init__ is heavy: only when a folder passage shows
+
+        found = Origin.from_dict(origin)
+        return clean(f"{found.path} {found.place()}".strip() if found else str(origin["path"]), 60)
     return clean(passage.get("title", ""), 40)
 
 
