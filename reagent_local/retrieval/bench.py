@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -24,34 +24,42 @@ from .convert import convert_index
 from .dense import choose_type
 from .index import MODES, Index
 from .layout import benchmark_index_name
+from .tokens import LEGACY
 
 KS = (2, 5, 10)
 
 
 def open_benchmark_index(file: Path, dataset: str | None, config: Config, *, progress: bool = False,
-                         faiss_type: str = "auto") -> Index:
+                         faiss_type: str = "auto", tokenizer: int | None = None) -> Index:
     """The open-corpus index of a benchmark file, built first when it does not exist yet.
 
     With ``faiss_type`` other than auto (and other than what the auto index holds), the
     index ``<name>-<type>`` is made from the auto index's vectors (``convert_index``), so
-    FAISS types are compared on the same passages, vectors and BM25.
+    FAISS types are compared on the same passages, vectors and BM25. With ``tokenizer``
+    other than the one its BM25 was built with, ``<name>[-<type>]-tok<N>`` is made the same
+    way with only its BM25 rebuilt, so tokenizers are compared on the same passages and vectors.
     """
     name = benchmark_index_name(file, config.retrieval)
-    try:
-        index = Index.open(name, config)
-    except IndexNotFoundError:
-        build_index(file, name, config, fmt=dataset or "auto", kg=False, progress=progress)
-        index = Index.open(name, config)
+    index = _open_or_make(name, config, lambda: build_index(file, name, config, fmt=dataset or "auto", kg=False,
+                                                            progress=progress))
     choose_type(faiss_type, 0)  # an unknown type is refused before any work
-    if faiss_type in ("auto", (index.manifest.get("faiss") or {}).get("type")):
+    if faiss_type not in ("auto", (index.manifest.get("faiss") or {}).get("type")):
+        index.close()
+        base, name = name, f"{name}-{faiss_type}"
+        index = _open_or_make(name, config, lambda: convert_index(base, name, config, faiss_type))
+    if tokenizer is None or tokenizer == int((index.manifest.get("bm25") or {}).get("tokenizer", LEGACY)):
         return index
     index.close()
-    variant = f"{name}-{faiss_type}"
+    base, name = name, f"{name}-tok{tokenizer}"
+    return _open_or_make(name, config, lambda: convert_index(base, name, config, None, tokenizer=tokenizer))
+
+
+def _open_or_make(name: str, config: Config, make: Callable[[], object]) -> Index:
     try:
-        return Index.open(variant, config)
+        return Index.open(name, config)
     except IndexNotFoundError:
-        convert_index(name, variant, config, faiss_type)
-        return Index.open(variant, config)
+        make()
+        return Index.open(name, config)
 
 
 def _found(question: Question, titles: Sequence[str], texts: Sequence[str]) -> list[bool]:
@@ -75,11 +83,12 @@ def run_retrieval_bench(
     progress: bool = False,
     faiss_type: str = "auto",
     nprobe: int | None = None,
+    tokenizer: int | None = None,
 ) -> dict:
     """Recall@k per mode and latency percentiles over the sampled questions; returns the report.
 
-    ``faiss_type`` picks the dense index (see ``open_benchmark_index``); ``nprobe`` the
-    cells an IVF-PQ search scans (default: the index's own).
+    ``faiss_type`` picks the dense index and ``tokenizer`` the BM25 one (see ``open_benchmark_index``);
+    ``nprobe`` the cells an IVF-PQ search scans (default: the index's own).
     """
     from ..bench.sampling import sample_questions  # the same draw as the QA benchmark runner
 
@@ -89,8 +98,10 @@ def run_retrieval_bench(
     sample = [q for q in sample_questions(questions, n, seed) if q.supporting or q.supporting_titles]
     depth = max(ks)
     report: dict = {"dataset": dataset, "file": str(file), "n": len(sample), "seed": seed, "ks": list(ks), "modes": {}}
-    with open_benchmark_index(file, dataset, config, progress=progress, faiss_type=faiss_type) as index:
+    with open_benchmark_index(file, dataset, config, progress=progress, faiss_type=faiss_type,
+                              tokenizer=tokenizer) as index:
         report["index"] = index.name
+        report["tokenizer"] = int((index.manifest.get("bm25") or {}).get("tokenizer", LEGACY))
         report["passages"] = index.manifest["passages"]
         report["faiss"] = index.manifest.get("faiss")
         report["nprobe"] = nprobe
@@ -133,7 +144,7 @@ def format_table(report: dict) -> str:
     faiss = report.get("faiss") or {}
     probe = f", nprobe {report['nprobe'] or (faiss.get('params') or {}).get('nprobe')}" if faiss.get("type") == "ivfpq" else ""
     title = (f"{report['dataset']}: {report['n']} questions, open corpus of {report['passages']} passages "
-             f"(index {report['index']}, FAISS {faiss.get('type', '?')}{probe})")
+             f"(index {report['index']}, FAISS {faiss.get('type', '?')}{probe}, BM25 tokenizer {report.get('tokenizer', 1)})")
     return "\n".join([title, *lines])
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import time
 from importlib import metadata
@@ -35,7 +36,8 @@ from .folder_build import DOCS, FolderStep, check_updatable, scan_source
 from .folder_scan import Scan, is_document
 from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
 from .passages import TARGET_WORDS, index_text
-from .progress import Reporter, reporter
+from .estimate import warn_large_files
+from .progress import Reporter, meaningful_rate, reporter
 from .readers import FORMATS, detect_format, document_passages, read_documents
 from .sparse import SUBDIR as BM25_DIR
 from .sparse import build_bm25
@@ -138,7 +140,7 @@ def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | H
         path = _shard_path(folder, number)
         if path.is_file() and np.load(path, mmap_mode="r").shape[0] == stop - start:
             reused += stop - start
-            report.advance(handle, stop - start)
+            report.skip(handle, stop - start)  # done before (a resumed build, an update): not in the rate
             continue
         texts = [index_text(title, text) for title, text in store.iter_range(start, stop)]
         began, cpu_began = time.perf_counter(), time.process_time()
@@ -152,7 +154,7 @@ def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | H
         done += len(texts)
         report.advance(handle, len(texts))
     report.finish(handle)
-    rate = done / seconds if seconds else None
+    rate = meaningful_rate(done, seconds)  # an update that embedded 3 passages in 1 ms has no rate to speak of
     return {"passages": done, "reused": reused, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
             "passages_per_second": rate}
 
@@ -226,6 +228,9 @@ def build_index(
     if fmt == DOCS:
         listing = scan_source(given, include, exclude)
         sha256, size = listing.fingerprint(include, exclude), sum(f.size for f in listing.files)
+        if not update or not (final / MANIFEST).is_file():  # an update embeds only what changed: no estimate
+            for warning in warn_large_files([(f.rel, f.size) for f in listing.files], embedder.backend):
+                log(warning)
         if passage_step is None:
             options = {"include": list(include), "exclude": list(exclude), "faiss_requested": faiss_type}
             passage_step = FolderStep(listing, embedder=embedder, final=final if update else None,
@@ -248,6 +253,9 @@ def build_index(
             else:
                 _refuse_existing(final, force)  # it may have been built while this process waited
             state = _load_state(folder, key, report)
+            state["command"] = _command(source, name, fmt, limit, faiss_type, include, exclude,
+                                        update and (final / MANIFEST).is_file(), update, force, kg)
+            _write_json(folder / STATE, state)
             try:
                 manifest = _run_steps(source, fmt, limit, with_kg, faiss_type, embedder, folder, state, report,
                                       passage_step)
@@ -276,6 +284,21 @@ def build_index(
         shutil.rmtree(folder, ignore_errors=True)  # give back the space the failed build used
         raise _disk_full(name, config) from None
     return final
+
+
+def _command(source: Path, name: str, fmt: str, limit: int | None, faiss_type: str, include: Sequence[str],
+             exclude: Sequence[str], updating: bool, update: bool, force: bool, kg: bool) -> str:
+    """The command that runs this build again (and so resumes it), for what `index list` prints."""
+    if updating:
+        return f"reagent index update {name}"
+    parts = ["reagent index build", shlex.quote(str(source)), "--name", name]
+    parts += [] if fmt == DOCS else ["--format", fmt]
+    parts += [f"--include {shlex.quote(g)}" for g in include] + [f"--exclude {shlex.quote(g)}" for g in exclude]
+    parts += [f"--limit {limit}"] if limit else []
+    parts += [] if faiss_type == "auto" else [f"--faiss {faiss_type}"]
+    parts += ["--update"] if update else ["--force"] if force else []
+    parts += [] if kg or fmt != "wikixml" else ["--no-kg"]
+    return " ".join(parts)
 
 
 def _disk_full(name: str, config: Config) -> IndexBuildError:

@@ -106,12 +106,13 @@ def resolve_index(name_or_path: str | Path, config: Config) -> Path:
         raise IndexNotFoundError(exc.message, hint=exc.hint) from None
     if (folder / MANIFEST).is_file():
         return folder
+    from .status import INTERRUPTED, READY, index_status  # status reads this module's layout
+
     known = [m["name"] for m in list_indexes(config)]
-    if list(config.paths.indexes.glob(f".{name}.old-*")):
-        hint = ("a rebuild was killed while swapping the new index in: run the same `reagent index build ... "
-                f"--name {name}` again (it restores the old one or finishes the swap)")
-    elif name in interrupted_builds(config):
-        hint = "its build was interrupted: run the same `reagent index build ... --name " + name + "` again to resume"
+    status = index_status(config, name)
+    if status.state != READY and status.detail != "no such index":
+        hint = status.detail + (f": run `{status.fix}`" if status.fix else "") + \
+            ("" if status.state == INTERRUPTED else "; wait for it to finish")
     elif known:
         hint = f"known indexes: {', '.join(known)}; or build it with `reagent index build SOURCE --name {name}`"
     else:
