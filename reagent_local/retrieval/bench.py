@@ -5,11 +5,16 @@ paragraphs, then searches every sampled question in each mode. A gold paragraph 
 found when a hit has its title and text (where the dataset names only titles, its
 title). Two recalls per k: ``recall`` is the mean fraction of a question's gold
 paragraphs in the top k; ``all`` is the share of questions with every one of them there.
+
+For a folder of documents and a question file (``run_folder_bench``: each question with its
+gold file and a phrase of its gold passage), the folder's index is built or updated, and a
+question is found at k when a top-k hit comes from that file and holds that phrase.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -18,13 +23,14 @@ import numpy as np
 
 from ..config import Config
 from ..datasets import Question, load_questions
-from ..errors import IndexNotFoundError
+from ..errors import IndexNotFoundError, ReagentError
 from .build import build_index
 from .convert import convert_index
 from .dense import choose_type
 from .index import MODES, Index
-from .layout import benchmark_index_name
+from .layout import benchmark_index_name, index_dir
 from .tokens import LEGACY
+from .update import update_index
 
 KS = (2, 5, 10)
 
@@ -116,6 +122,70 @@ def run_retrieval_bench(
                 texts = [h.passage.text for h in hits]
                 hits_found.append([_found(question, titles[:k], texts[:k]) for k in ks])
             report["modes"][mode] = _summarise(hits_found, latencies, ks)
+    return report
+
+
+def folder_bench_name(folder: Path, config: Config) -> str:
+    """The index a folder benchmark builds: ``bench-folder-<name>-<sha256(path)[:8]>`` (and the embedder's suffix
+    as ``benchmark_index_name`` adds it)."""
+    import hashlib
+
+    digest = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:8]
+    default = type(config.retrieval)()
+    parts = [Path(folder).resolve().name, digest]
+    parts += [part for part, usual in ((config.retrieval.embedder, default.embedder),
+                                       (config.retrieval.embedder_backend, default.embedder_backend)) if part != usual]
+    return "-".join(["bench-folder", *(re.sub(r"[^A-Za-z0-9._-]+", "-", p).strip("-._")[:40] or "x" for p in parts)])
+
+
+def load_folder_questions(path: Path) -> list[dict]:
+    """The questions of a folder benchmark: ``{"questions": [{"question", "file", "contains"}, ...]}``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    questions = data.get("questions") if isinstance(data, dict) else None
+    if not questions or not all({"question", "file", "contains"} <= set(q) for q in questions):
+        raise ReagentError(f"{path} holds no questions of the form {{question, file, contains}}",
+                           hint="see scripts/techdocs_questions.json for the format")
+    return questions
+
+
+def run_folder_bench(folder: Path, questions_file: Path, config: Config, *, ks: Sequence[int] = KS,
+                     modes: Sequence[str] = MODES, tokenizer: int | None = None, progress: bool = False,
+                     embedder: object | None = None) -> dict:
+    """Recall@k per mode of a folder's index on hand-written questions (each with a gold file and phrase)."""
+    questions = load_folder_questions(questions_file)
+    folder = Path(folder).resolve()
+    name = folder_bench_name(folder, config)
+    if (index_dir(config, name) / "manifest.json").is_file():
+        update_index(name, config, progress=progress, embedder=embedder)  # the folder may have changed
+    else:
+        build_index(folder, name, config, fmt="docs", kg=False, progress=progress, embedder=embedder)
+    built = Index.open(name, config, embedder=embedder)
+    if tokenizer is not None and tokenizer != int((built.manifest.get("bm25") or {}).get("tokenizer", LEGACY)):
+        built.close()
+        name = f"{name}-tok{tokenizer}"
+        convert_index(folder_bench_name(folder, config), name, config, None, tokenizer=tokenizer, force=True)
+        built = Index.open(name, config, embedder=embedder)
+    depth = max(ks)
+    report: dict = {"dataset": f"folder {folder.name}", "file": str(questions_file), "folder": str(folder),
+                    "n": len(questions), "ks": list(ks), "modes": {}, "questions": []}
+    with built as index:
+        report.update(index=index.name, passages=index.manifest["passages"], faiss=index.manifest.get("faiss"),
+                      nprobe=None, tokenizer=int((index.manifest.get("bm25") or {}).get("tokenizer", LEGACY)))
+        ranks: dict[str, list[int | None]] = {}
+        for mode in modes:
+            latencies, found, ranks[mode] = [], [], []
+            for question in questions:
+                began = time.perf_counter()
+                hits = index.search(question["question"], k=depth, mode=mode)
+                latencies.append((time.perf_counter() - began) * 1000)
+                rank = next((h.rank for h in hits if h.passage.origin is not None
+                             and h.passage.origin.path == question["file"] and question["contains"] in h.passage.text),
+                            None)
+                ranks[mode].append(rank)
+                found.append([[rank is not None and rank <= k] for k in ks])
+            report["modes"][mode] = _summarise(found, latencies, ks)
+        report["questions"] = [{"question": q["question"], "file": q["file"],
+                                "rank": {mode: ranks[mode][i] for mode in modes}} for i, q in enumerate(questions)]
     return report
 
 
