@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 from ..config import Config, RetrievalConfig
 from ..errors import IndexBuildError, IndexCorruptError, IndexNotFoundError
-from ..locks import file_lock
+from ..locks import describe_holder, file_lock, is_held
 from ..paths import file_sha256
 
 MANIFEST = "manifest.json"
@@ -106,18 +106,37 @@ def resolve_index(name_or_path: str | Path, config: Config) -> Path:
         raise IndexNotFoundError(exc.message, hint=exc.hint) from None
     if (folder / MANIFEST).is_file():
         return folder
-    from .status import INTERRUPTED, READY, index_status  # status reads this module's layout
-
     known = [m["name"] for m in list_indexes(config)]
-    status = index_status(config, name)
-    if status.state != READY and status.detail != "no such index":
-        hint = status.detail + (f": run `{status.fix}`" if status.fix else "") + \
-            ("" if status.state == INTERRUPTED else "; wait for it to finish")
+    leftovers = building_dir(config, name)
+    if is_held(lock_path(config, name)):
+        hint = f"{describe_holder(lock_path(config, name))} is building it: wait for it to finish"
+    elif list(config.paths.indexes.glob(f".{name}.old-*")):
+        hint = ("a rebuild was killed while swapping the new index in: run "
+                f"`{recorded_command(leftovers) or f'reagent index build ... --name {name}'}` again "
+                "(it restores the old one or finishes the swap)")
+    elif leftovers.is_dir():
+        command = recorded_command(leftovers)
+        hint = (f"its build was interrupted: run `{command}` to resume it" if command else
+                f"its build was interrupted: run the same `reagent index build ... --name {name}` again to resume it")
     elif known:
         hint = f"known indexes: {', '.join(known)}; or build it with `reagent index build SOURCE --name {name}`"
     else:
         hint = f"no index is built yet under {config.paths.indexes}: run `reagent index build SOURCE --name {name}`"
     raise IndexNotFoundError(f"no index named {name!r} in {config.paths.indexes}", hint=hint)
+
+
+def recorded_command(folder: Path) -> str | None:
+    """The command a build wrote into its folder's state (``build-state.json``): the one that resumes it."""
+    try:
+        state = json.loads((Path(folder) / "build-state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict):
+        return None
+    if state.get("command"):
+        return str(state["command"])
+    source = (state.get("key") or {}).get("source")  # a build from before commands were recorded
+    return f"reagent index build {source} --name {Path(folder).name[1:-len('.building')]}" if source else None
 
 
 def lock_path(config: Config, name: str) -> Path:

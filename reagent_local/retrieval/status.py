@@ -17,7 +17,6 @@ A name can be in several places at once: ``indexes/NAME/`` (a finished index, wh
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +24,9 @@ from pathlib import Path
 from ..config import Config
 from ..errors import IndexBuildError, IndexCorruptError, IndexNotFoundError
 from ..locks import holder_of, is_held
-from .layout import MANIFEST, building_dir, lock_path, read_manifest, rebuild_command, validate_name
+from .layout import MANIFEST, building_dir, lock_path, read_manifest, rebuild_command, recorded_command, validate_name
 
 READY, BUILDING, INTERRUPTED = "ready", "building", "interrupted"
-_STATE_FILE = "build-state.json"  # build.STATE (not imported: build imports this package's heavier modules)
 
 
 @dataclass(frozen=True)
@@ -46,21 +44,9 @@ class IndexStatus:
         return f"{self.state}: {self.detail}" + (f"; fix: `{self.fix}`" if self.fix else "")
 
 
-def _recorded_command(folder: Path) -> str | None:
-    try:
-        state = json.loads((folder / _STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    command = state.get("command") if isinstance(state, dict) else None
-    if command:
-        return str(command)
-    source = ((state.get("key") or {}) if isinstance(state, dict) else {}).get("source")
-    return None if not source else f"reagent index build {source} --name {folder.name[1:-len('.building')]}"
-
-
 def _repair(config: Config, name: str, final: Path, folder: Path) -> str:
     """The command that finishes an interrupted build of ``name``."""
-    recorded = _recorded_command(folder) if folder.is_dir() else None
+    recorded = recorded_command(folder) if folder.is_dir() else None
     if recorded:
         return recorded
     if (final / MANIFEST).is_file():
