@@ -292,13 +292,25 @@ def find_config_file(env: Mapping[str, str]) -> Path | None:
     return None
 
 
+# One folder of models for many homes: REAGENT_MODELS is paths.models_dir (REAGENT_PATHS_MODELS_DIR, its long
+# name, is the same setting; both set to different folders is an error rather than a silent choice).
+MODELS_ENV = "REAGENT_MODELS"
+_MODELS_LONG_ENV = "REAGENT_PATHS_MODELS_DIR"
+
+
 def _from_env(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """REAGENT_LLM_MODEL=... -> {"llm": {"model": ...}}; REAGENT_HOME -> paths.home."""
+    """REAGENT_LLM_MODEL=... -> {"llm": {"model": ...}}; REAGENT_HOME -> paths.home; REAGENT_MODELS -> paths.models_dir."""
     out: dict[str, dict[str, str]] = {}
     if env.get("REAGENT_HOME"):
         out.setdefault("paths", {})["home"] = env["REAGENT_HOME"]
+    short, long = env.get(MODELS_ENV), env.get(_MODELS_LONG_ENV)
+    if short and long and Path(short).expanduser() != Path(long).expanduser():
+        raise ConfigError(f"{MODELS_ENV}={short} and {_MODELS_LONG_ENV}={long} name two model folders",
+                          hint=f"set only one of them ({MODELS_ENV} is the short name of paths.models_dir)")
+    if short:
+        out.setdefault("paths", {})["models_dir"] = short
     for key, value in env.items():
-        if not key.startswith("REAGENT_") or key in {"REAGENT_HOME", "REAGENT_CONFIG"}:
+        if not key.startswith("REAGENT_") or key in {"REAGENT_HOME", "REAGENT_CONFIG", MODELS_ENV}:
             continue
         rest = key[len("REAGENT_"):].lower()
         for section in _SECTIONS:
@@ -336,3 +348,18 @@ def load_config(
         section, _, name = dotted.partition(".")
         nested.setdefault(section, {})[name] = value
     return _apply(config, nested, "command-line options")
+
+
+def models_origin(config: Config, env: Mapping[str, str] | None = None, toml_path: Path | None = None) -> str:
+    """Which setting put the models folder where it is, in words (for `reagent doctor` and `models list`)."""
+    env = os.environ if env is None else env
+    for key in (MODELS_ENV, _MODELS_LONG_ENV):
+        if env.get(key):
+            return key
+    if config.paths.models_dir:
+        try:
+            path = toml_path or find_config_file(env)
+        except ConfigError:
+            path = None
+        return f"paths.models_dir in {path}" if path is not None else "paths.models_dir"
+    return "REAGENT_HOME (its models/ folder)" if env.get("REAGENT_HOME") else "the home (its models/ folder)"

@@ -41,6 +41,26 @@ def describe_holder(lock_path: Path) -> str:
     return f"process {info.get('pid')}{where} ({info.get('purpose', 'working')})"
 
 
+def is_held(lock_path: Path) -> bool:
+    """Whether some process holds the lock at ``lock_path`` exclusively right now (a build running).
+
+    Asks for a shared lock without waiting and drops it at once. A build that starts in that
+    instant finds the lock taken and polls again a few milliseconds later (it may say once that
+    it is waiting).
+    """
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: nothing was ever built under this name
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock if it was taken
+    return False
+
+
 class FileLock:
     """A flock on one lock file, taken and released many times over one open descriptor.
 

@@ -64,3 +64,30 @@ def test_signals_can_be_silenced(tmp_path):
     config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed, broken-bridge"},
                          toml_path=write_toml(tmp_path, ""))
     assert config.pipeline.signals_off == ("check-failed", "broken-bridge")
+
+
+def test_reagent_models_points_every_home_at_one_models_folder(tmp_path):
+    from reagent_local.config import models_origin
+
+    shared = tmp_path / "shared-models"
+    env = {"REAGENT_HOME": str(tmp_path / "home-a"), "REAGENT_MODELS": str(shared)}
+    config = load_config(env=env, toml_path=write_toml(tmp_path, ""))
+    assert config.paths.models == shared
+    assert config.paths.indexes == tmp_path / "home-a" / "indexes"  # only the models move
+    assert models_origin(config, env) == "REAGENT_MODELS"
+    # the long name is the same setting; the same folder under both names is fine, two folders are not
+    same = load_config(env={**env, "REAGENT_PATHS_MODELS_DIR": str(shared)}, toml_path=write_toml(tmp_path, ""))
+    assert same.paths.models == shared
+    with pytest.raises(ConfigError, match="two model folders"):
+        load_config(env={**env, "REAGENT_PATHS_MODELS_DIR": str(tmp_path / "other")}, toml_path=write_toml(tmp_path, ""))
+
+
+def test_models_origin_names_the_config_file_or_the_home(tmp_path):
+    from reagent_local.config import models_origin
+
+    toml = write_toml(tmp_path, f'[paths]\nmodels_dir = "{tmp_path / "m"}"\n')
+    config = load_config(env={}, toml_path=toml)
+    assert config.paths.models == tmp_path / "m"
+    assert models_origin(config, {}, toml) == f"paths.models_dir in {toml}"
+    home = load_config(env={"REAGENT_HOME": str(tmp_path)}, toml_path=write_toml(tmp_path, ""))
+    assert models_origin(home, {"REAGENT_HOME": str(tmp_path)}) == "REAGENT_HOME (its models/ folder)"

@@ -75,3 +75,17 @@ def test_a_probe_that_passes_is_remembered(tmp_path: Path, monkeypatch: pytest.M
     load_probe.forget_verdicts()
     assert first["probe"]["ok"] and not first["probe"]["remembered"]
     assert second["probe"]["ok"] and second["probe"]["remembered"] and len(runs) == 1
+
+
+def test_doctor_says_where_models_come_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tmp_path / "shared-models"
+    shared.mkdir()
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("REAGENT_MODELS", str(shared))
+    data = json.loads(doctor(tmp_path / "home", monkeypatch, "--json", "--no-probe").output)
+    folder = data["models_folder"]
+    assert folder["path"] == str(shared) and folder["origin"] == "REAGENT_MODELS"
+    assert folder["shared"] is True and folder["exists"] is True
+    assert all(Path(m["path"]).parent == shared for m in data["models"])  # every GGUF looked for there
+    text = doctor(tmp_path / "home", monkeypatch, "--no-probe").output
+    assert f"models from   {shared} (set by REAGENT_MODELS)" in text

@@ -20,6 +20,7 @@ from reagent_local.retrieval import folder_build
 from reagent_local.retrieval.embed import HashEmbedder
 from reagent_local.retrieval.layout import interrupted_builds
 from reagent_local.retrieval.passages import index_text
+from reagent_local.retrieval.status import index_status
 from reagent_local.retrieval.store import PassageStore
 
 
@@ -170,6 +171,8 @@ def test_a_sigkill_during_an_update_leaves_the_old_index_answering(tmp_path):
             assert child.poll() is None, "the update ended before it embedded"
             assert time.monotonic() < deadline, "the update never reached the embedding"
             time.sleep(0.05)
+        running = index_status(config, "docs")  # the update holds the lock: building, the old index answering
+        assert (running.state, running.answers, running.fix) == ("building", True, None)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     finally:
@@ -179,9 +182,12 @@ def test_a_sigkill_during_an_update_leaves_the_old_index_answering(tmp_path):
     with Index.open("docs", config) as index:  # the old index still answers, deleted file and all
         assert index.search("meeting budget approved", k=1, mode="sparse")[0].passage.id == "notes.txt#0"
     assert interrupted_builds(config) == ["docs"]
+    status = index_status(config, "docs")  # named with the command that resumes it, not a refused `index build`
+    assert (status.state, status.answers, status.fix) == ("interrupted", True, "reagent index update docs")
     path = update_index("docs", config, progress=False)  # the next update finishes the job
     assert "new.md#0" in _snapshot(path) and "notes.txt#0" not in _snapshot(path)
     assert interrupted_builds(config) == []
+    assert index_status(config, "docs").state == "ready"
 
 
 @pytest.mark.parametrize("faiss_type", ["hnsw", "ivfpq"])

@@ -119,13 +119,14 @@ def benchmark_index(dataset: str, file: Path, config: Config, name: str | None =
 
     def open_index() -> Retriever:
         from ..retrieval import Index, benchmark_index_name, build_index
+        from ..retrieval.layout import BENCHMARK_TOKENIZER
 
         nonlocal name
         name = name or benchmark_index_name(file, config.retrieval)
         try:
             return Index.open(name, config)
         except IndexNotFoundError:
-            build_index(file, name, config, fmt=dataset, kg=False)
+            build_index(file, name, config, fmt=dataset, kg=False, tokenizer=BENCHMARK_TOKENIZER)
             return Index.open(name, config)
 
     return open_index

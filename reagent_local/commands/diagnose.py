@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from ..config import Config, models_origin
 from ..errors import ReagentError
 from ..paths import file_sha256, unwritable_reason
 from ..runtime.cpu import extra_buffers_enabled, read_cpu
@@ -95,6 +95,27 @@ def _verified(models_dir: Path, cache: Path, path: Path, name: str, sha256: str)
     return "verified"
 
 
+def _models_folder(config: Config, report: Report) -> dict[str, Any]:
+    """Where models come from: the GGUF folder and the setting that chose it, the embedder's package and export."""
+    import importlib.util
+
+    from ..retrieval.onnx_embed import export_folder
+    from ..runtime.models import EMBEDDER_PACKAGE
+
+    folder = Path(config.paths.models)
+    spec = importlib.util.find_spec(EMBEDDER_PACKAGE.replace("-", "_"))
+    where = next(iter(spec.submodule_search_locations or []), spec.origin) if spec is not None else None
+    backend = config.retrieval.embedder_backend
+    out = {"path": str(folder), "origin": models_origin(config), "exists": folder.is_dir(),
+           "shared": not folder.resolve().is_relative_to(Path(config.paths.home).resolve()),
+           "embedder": {"name": config.retrieval.embedder, "backend": backend,
+                        "package": str(where) if where else None,
+                        "onnx_export": str(export_folder(folder, config.retrieval.embedder)) if backend != "torch" else None}}
+    if folder.is_dir() and unwritable_reason(folder) is not None:
+        out["writable"] = False  # reading shared models is fine; only `models pull` and the ONNX export write here
+    return out
+
+
 def _models(config: Config, report: Report) -> list[dict[str, Any]]:
     from ..runtime.models import KNOWN_MODELS, model_path
 
@@ -115,7 +136,8 @@ def _models(config: Config, report: Report) -> list[dict[str, Any]]:
 
 
 def _indexes(config: Config, report: Report) -> list[dict[str, Any]]:
-    from ..retrieval.layout import interrupted_builds, list_indexes
+    from ..retrieval.layout import list_indexes
+    from ..retrieval.status import INTERRUPTED, statuses
 
     try:
         found = list_indexes(config)
@@ -124,10 +146,15 @@ def _indexes(config: Config, report: Report) -> list[dict[str, Any]]:
         return []
     rows = [{"name": m["name"], "passages": m.get("passages"), "embedder": (m.get("embedder") or {}).get("name")}
             for m in found]
-    for name in interrupted_builds(config):
-        rows.append({"name": name, "state": "interrupted build"})
-        report.problems.append(Problem(f"index {name}: an interrupted build",
-                                       "run the same `reagent index build` again to resume it"))
+    by_name = {row["name"]: row for row in rows}
+    for status in statuses(config):
+        row = by_name.get(status.name)
+        if row is None:
+            row = {"name": status.name}
+            rows.append(row)
+        row["state"] = status.state
+        if status.state == INTERRUPTED:
+            report.problems.append(Problem(f"index {status.name}: {status.detail}", f"run `{status.fix}`"))
     return rows
 
 
@@ -198,6 +225,7 @@ def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Re
     if free < MIN_FREE_BYTES:
         report.problems.append(Problem(f"only {free / 2**30:.1f} GiB free under {home}",
                                        "free at least 2 GiB, or move the home with REAGENT_HOME"))
+    report.sections["models_folder"] = _models_folder(config, report)
     report.sections["models"] = _models(config, report)
     report.sections["indexes"] = _indexes(config, report)
     model = _default_model(config, report)

@@ -31,10 +31,18 @@ def _render(data: dict) -> None:
               f"OpenMP waits: {llm['openmp_wait']}")
     _line("home", f"{home['path']} ({home['free_bytes'] / 2**30:.1f} GiB free"
           f"{'' if home['writable'] else ', NOT writable'})")
+    folder = data.get("models_folder")
+    if folder:
+        _line("models from", f"{folder['path']} (set by {folder['origin']})"
+              + ("" if folder["exists"] else ", not created yet") + (", read-only" if folder.get("writable") is False else ""))
+        emb = folder["embedder"]
+        _line("embedder", f"{emb['name']} on {emb['backend']}: weights from {emb['package'] or 'a package not installed'}"
+              + (f"; ONNX export in {emb['onnx_export']}" if emb["onnx_export"] else ""))
     for row in data["models"]:
         _line("model", f"{row['name']:<22} {row['state']:<9} {row['path']}")
     for row in data["indexes"] or [{"name": "(none built)", "passages": ""}]:
-        _line("index", f"{row['name']:<30} {row.get('state') or str(row.get('passages', '')) + ' passages'}")
+        passages = f"{row['passages']} passages  " if row.get("passages") is not None else ""
+        _line("index", f"{row['name']:<30} {passages}{row.get('state', '')}".rstrip())
     probe = data["probe"]
     if probe is None:
         _line("probe", "not run (no default model, llama.cpp missing, or --no-probe)")

@@ -94,17 +94,48 @@ def update_cmd(name: str, include: tuple[str, ...], exclude: tuple[str, ...], qu
     _print_info(name)
 
 
+@index.command(name="watch")
+@click.argument("name")
+@click.option("--settle", type=click.FloatRange(min=0.05), default=2.0, show_default=True, metavar="SECONDS",
+              help="Quiet time after the last change before updating.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Stop after this long (scripts and tests); default: until Ctrl-C.")
+@click.option("--once", is_flag=True, help="Stop after the first update a change caused.")
+@click.option("--poll", is_flag=True, help="Poll for changes instead of the system's notifications (network drives).")
+@click.option("--quiet", is_flag=True, help="No progress bars (the update lines are still printed).")
+def watch_cmd(name: str, settle: float, timeout: float | None, once: bool, poll: bool, quiet: bool) -> None:
+    """Keep index NAME current with its folder: update it whenever files change.
+
+    It updates once at the start, then after each burst of changes has settled, with the
+    same safety as `index update` (the old index answers until the new one is swapped in).
+    Ctrl-C stops it.
+    """
+    from ..retrieval.watch import watch_index
+
+    result = watch_index(name, config_from(), settle=settle, timeout=timeout, once=once, poll=poll,
+                         progress=not quiet, log=info)
+    tail = "" if result.stopped != "interrupted during an update" else \
+        f"; the index answers as before the update: `reagent index update {name}` finishes it"
+    info(f"stopped watching {name} ({result.stopped}): {result.updates} update{'s' if result.updates != 1 else ''}"
+         + (f", {result.failed} failed" if result.failed else "") + tail)
+
+
 @index.command(name="convert")
 @click.argument("base")
 @click.option("--name", required=True, help="Name of the new index.")
-@click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), required=True,
+@click.option("--faiss", "faiss_type", type=click.Choice(FAISS_TYPES), default=None,
               help="The new index's dense type (auto: chosen by corpus size).")
+@click.option("--tokenizer", type=click.IntRange(1, 2), default=None,
+              help="Rebuild BM25 with this tokenizer version (2 keeps versions, flags, paths and identifiers whole).")
 @click.option("--force", is_flag=True, help="Replace an existing index of that name.")
-def convert_cmd(base: str, name: str, faiss_type: str, force: bool) -> None:
-    """Copy index BASE as NAME with its FAISS part rebuilt from BASE's vectors (no re-embedding)."""
+def convert_cmd(base: str, name: str, faiss_type: str | None, tokenizer: int | None, force: bool) -> None:
+    """Copy index BASE as NAME with its FAISS part rebuilt from BASE's vectors, or its BM25 part rebuilt
+    with another tokenizer from BASE's passages (no re-embedding either way)."""
     from ..retrieval.convert import convert_index
 
-    path = convert_index(base, name, config_from(), faiss_type, force=force, log=info)
+    if faiss_type is None and tokenizer is None:
+        raise click.UsageError("pass --faiss TYPE, --tokenizer N or both")
+    path = convert_index(base, name, config_from(), faiss_type, tokenizer=tokenizer, force=force, log=info)
     info(f"built {path}")
     _print_info(name)
 
@@ -113,20 +144,30 @@ def convert_cmd(base: str, name: str, faiss_type: str, force: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the manifests as JSON.")
 def list_cmd(as_json: bool) -> None:
     """List the built indexes."""
-    from ..retrieval.layout import interrupted_builds, list_indexes
+    from ..retrieval.layout import list_indexes
+    from ..retrieval.status import READY, statuses
 
     config = config_from()
     found = list_indexes(config)
+    states = {s.name: s for s in statuses(config)}
     if as_json:
-        echo_json(found)
+        echo_json([{**m, "state": states[m["name"]].state if m["name"] in states else READY} for m in found]
+                  + [{"name": s.name, "state": s.state, "detail": s.detail, "fix": s.fix}
+                     for s in states.values() if not s.answers])
         return
-    if not found:
+    if not states:
         info(f"no indexes under {config.paths.indexes}; build one with `reagent index build SOURCE --name NAME`")
     for m in found:
+        status = states.get(m["name"])
         click.echo(f"{m['name']:<48} {m.get('passages', '?'):>9} passages  {m.get('reader', '?'):<8} "
-                   f"{m.get('faiss', {}).get('type', '?'):<5} {_size(m['size_bytes']):>9}  {m.get('created', '')}")
-    for name in interrupted_builds(config):
-        info(f"{name}: interrupted build (run the same `reagent index build` again to resume)")
+                   f"{m.get('faiss', {}).get('type', '?'):<5} {_size(m['size_bytes']):>9}  {m.get('created', ''):<24}  "
+                   f"{status.state if status else READY}")
+        if status is not None and status.state != READY:
+            info(f"  {m['name']}: {status.line()}")
+    for status in states.values():
+        if not status.answers:
+            click.echo(f"{status.name:<48} {'-':>9} passages  {'':<8} {'':<5} {'':>9}  {'':<24}  {status.state}")
+            info(f"  {status.name}: {status.line()}")
 
 
 @index.command(name="info")
@@ -173,24 +214,37 @@ def folder_lines(m: dict) -> list[str]:
 
 def _print_info(name: str, as_json: bool = False) -> None:
     from ..retrieval.layout import folder_size, read_manifest, resolve_index
+    from ..retrieval.status import BUILDING, READY, index_status
 
-    path = resolve_index(name, config_from())
+    config = config_from()
+    status = index_status(config, name) if "/" not in name else None
+    if status is not None and status.state == BUILDING and not status.answers:
+        click.echo(f"index      {name}\nstate      {status.line()}")  # nothing to show yet; not an error
+        return
+    path = resolve_index(name, config)  # a missing or interrupted index: its error names the fix
     m = read_manifest(path)
     m = {**m, "path": str(path), "size_bytes": folder_size(path)}
+    if status is not None:
+        m["state"] = {"state": status.state, "detail": status.detail, "fix": status.fix}
     if as_json:
         echo_json(m)
         return
     source, emb, faiss = m.get("source", {}), m.get("embedder", {}), m.get("faiss", {})
-    rate = (m.get("embedding") or {}).get("passages_per_second")
+    from ..retrieval.progress import meaningful_rate
+
+    embedding = m.get("embedding") or {}
+    rate = meaningful_rate(int(embedding.get("passages") or 0), embedding.get("seconds"))  # not 7 million a second
     lines = [
         f"index      {m.get('name', path.name)}  ({path}, {_size(m['size_bytes'])})",
+        f"state      {status.line() if status is not None else READY}",
         f"source     {source.get('path')}  sha256 {str(source.get('sha256'))[:16]}...",
         f"reader     {m.get('reader')}  documents {m.get('documents')}  passages {m.get('passages')}"
         + (f"  limit {m['limit']}" if m.get("limit") else ""),
         f"embedder   {emb.get('name')} ({emb.get('dimension')}-d, {emb.get('backend', 'torch')})"
         + (f"  {rate:,.1f} passages/s" if rate else ""),
         f"faiss      {faiss.get('type')} {faiss.get('params') or ''}".rstrip(),
-        f"bm25       {(m.get('bm25') or {}).get('method')}  vocabulary {(m.get('bm25') or {}).get('vocabulary')}",
+        f"bm25       {(m.get('bm25') or {}).get('method')}  vocabulary {(m.get('bm25') or {}).get('vocabulary')}  "
+        f"tokenizer {(m.get('bm25') or {}).get('tokenizer', 1)}",
         f"built      {m.get('created')} in {m.get('build_seconds')} s  "
         + "  ".join(f"{k} {v} s" for k, v in (m.get("seconds") or {}).items()),
         "versions   " + "  ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items()),

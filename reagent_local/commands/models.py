@@ -18,10 +18,14 @@ def models() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(as_json: bool) -> None:
     """Known models, their size, and whether they are present."""
-    rows = registry.list_models(config_from().paths.models)
+    config = config_from()
+    rows = registry.list_models(config.paths.models)
     if as_json:
         echo_json(rows)
         return
+    from ..config import models_origin
+
+    info(f"models folder: {config.paths.models} (set by {models_origin(config)})")
     for row in rows:
         size = f"{row['size'] / 1e6:8.0f} MB" if row["size"] else "   (package)"
         mark = "present" if row["present"] else "missing"

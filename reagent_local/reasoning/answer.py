@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..core.evidence import Origin
+
+
+# Separators a model sometimes leaves around a short answer (": Paris", "Paris ;", "- Paris"). Always
+# stripped: ``: ; , | • ·``; stripped only when a space follows (leading) or precedes (trailing): ``. - – — *``,
+# so that ".NET", "-5", "U.S." and "Inc." are left as they are.
+_LEADING = re.compile(r"^(?:[\s:;,|\u2022\u00b7]+|[.\-\u2013\u2014*]+(?=\s))+")
+_TRAILING = re.compile(r"(?:[\s:;,|\u2022\u00b7]+|(?<=\s)[\-\u2013\u2014*]+)+$")
+
+
+def tidy_answer(text: str) -> str:
+    """A final answer without the stray separators around it; "unknown" when nothing else is left."""
+    tidied = text
+    while True:  # the two kinds may alternate (": - Paris")
+        stripped = _TRAILING.sub("", _LEADING.sub("", tidied))
+        if stripped == tidied:
+            break
+        tidied = stripped
+    return tidied or "unknown"
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ from typing import Any
 from ..core.evidence import is_unknown
 from ..agents.messages import WHOLE
 from ..core import events as ev
-from .answer import Answer, PassageRef, SubQuestionResult
+from .answer import Answer, PassageRef, SubQuestionResult, tidy_answer
 from .calls import CallLedger
 from .state import RunState
 
 
 def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: str) -> Answer:
     """The run's Answer (sub-questions, cited passages, cost, uncertainty), recorded in the log."""
+    final = tidy_answer(final)  # the one place every final answer passes: no ": Paris" from any road
     uncertain = bool(reason) or any(s.uncertain for s in run.steps) or is_unknown(final)
     if not reason and uncertain:
         reason = "a step could not be verified" if not is_unknown(final) else "no answer found"

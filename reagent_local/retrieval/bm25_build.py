@@ -1,7 +1,8 @@
 """A BM25 build in bounded memory: tokenise in chunks, spill sorted runs, merge by term.
 
-Pass 1 tokenises ``CHUNK`` texts at a time exactly as bm25s does (lower case,
-``\\w\\w+`` words, English stopwords, Snowball stems, stem ids in first-seen order),
+Pass 1 tokenises ``CHUNK`` texts at a time as bm25s does (lower case, ``\\w\\w+`` words,
+English stopwords, Snowball stems, stem ids in first-seen order; tokenizer version 2 adds
+the compounds, flags and identifier parts of ``tokens.py``, unstemmed when not plain words),
 counts each (passage, term) pair and spills runs of at most ``RUN_POSTINGS`` postings,
 sorted by term then row, to disk: term, row, term frequency and passage length,
 16 bytes a posting. In memory stay the chunk, one run, the vocabulary (stem -> id,
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 from itertools import chain
 from pathlib import Path
@@ -26,11 +26,12 @@ from typing import Iterable
 
 import numpy as np
 
+from .tokens import LEGACY, splitter, stemmable
+
 CHUNK = 10_000  # passages tokenised at once
 RUN_POSTINGS = 4_000_000  # postings per spilled run (64 MB on disk, ~150 MB while sorting)
 MERGE_POSTINGS = 4_000_000  # postings per merge block (~150 MB while merging)
 WORD_CACHE = 1_000_000  # surface words remembered (word -> stem id); cleared when full
-SPLIT = re.compile(r"(?u)\b\w\w+\b").findall  # bm25s's default splitter
 FORMAT = "reagent-bm25"
 VERSION = 1
 # file names inside bm25/
@@ -41,19 +42,21 @@ _RUN_FIELDS = ("term", "row", "tf", "length")
 
 
 class Tokeniser:
-    """bm25s's tokenisation with stemming, giving the same stem ids in the same order."""
+    """bm25s's tokenisation with stemming, giving the same stem ids in the same order (tokenizer version 1);
+    a later version (``tokens.py``) adds its own tokens, stemming only the plain words among them."""
 
-    def __init__(self, stopwords: Iterable[str], stemmer: str = "english") -> None:
+    def __init__(self, stopwords: Iterable[str], stemmer: str = "english", version: int = LEGACY) -> None:
         import Stemmer
 
         self._stem = Stemmer.Stemmer(stemmer).stemWord
+        self._split = splitter(version)
         self._stopwords = frozenset(stopwords)
         self.stems: dict[str, int] = {"": 0}  # bm25s gives the empty token id 0 (passages without words)
         self._words: dict[str, int] = {}  # word -> stem id, -1 for a stopword
 
     def tokenise(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(passage index of each token, stem id of each token, tokens per passage); new stems get new ids."""
-        words = [SPLIT(text.lower()) for text in texts]
+        words = [self._split(text) for text in texts]
         flat = list(chain.from_iterable(words))
         cache = self._words
         if len(cache) > WORD_CACHE:
@@ -64,7 +67,7 @@ class Tokeniser:
             if word in self._stopwords:
                 cache[word] = -1
                 continue
-            stem = self._stem(word)
+            stem = self._stem(word) if stemmable(word) else word  # 8.2.0, --force, src/foo.py: exact
             sid = self.stems.get(stem)
             if sid is None:
                 sid = self.stems[stem] = len(self.stems)
@@ -194,7 +197,7 @@ def build_chunked(texts: Iterable[str], folder: Path, params: dict, *, chunk: in
     folder.mkdir(parents=True, exist_ok=True)
     work = folder / "runs"
     shutil.rmtree(work, ignore_errors=True)
-    tokeniser = Tokeniser(stopwords, params["stemmer"])
+    tokeniser = Tokeniser(stopwords, params["stemmer"], params.get("tokenizer", LEGACY))
     runs = _Runs(work, run_postings)
     buffer: list[str] = []
     for text in chain(texts, [None]):

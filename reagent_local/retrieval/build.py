@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import time
 from importlib import metadata
@@ -35,10 +36,12 @@ from .folder_build import DOCS, FolderStep, check_updatable, scan_source
 from .folder_scan import Scan, is_document
 from .layout import MANIFEST, build_lock, building_dir, index_dir, lock_path, validate_name
 from .passages import TARGET_WORDS, index_text
-from .progress import Reporter, reporter
+from .estimate import warn_large_files
+from .progress import Reporter, meaningful_rate, reporter
 from .readers import FORMATS, detect_format, document_passages, read_documents
 from .sparse import SUBDIR as BM25_DIR
 from .sparse import build_bm25
+from .tokens import LATEST
 from .store import FILENAME as PASSAGES_FILE
 from .store import PassageStore, PassageWriter
 from .swap import recover, swap_in
@@ -138,7 +141,7 @@ def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | H
         path = _shard_path(folder, number)
         if path.is_file() and np.load(path, mmap_mode="r").shape[0] == stop - start:
             reused += stop - start
-            report.advance(handle, stop - start)
+            report.skip(handle, stop - start)  # done before (a resumed build, an update): not in the rate
             continue
         texts = [index_text(title, text) for title, text in store.iter_range(start, stop)]
         began, cpu_began = time.perf_counter(), time.process_time()
@@ -152,7 +155,7 @@ def _embed(store: PassageStore, count: int, folder: Path, embedder: Embedder | H
         done += len(texts)
         report.advance(handle, len(texts))
     report.finish(handle)
-    rate = done / seconds if seconds else None
+    rate = meaningful_rate(done, seconds)  # an update that embedded 3 passages in 1 ms has no rate to speak of
     return {"passages": done, "reused": reused, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
             "passages_per_second": rate}
 
@@ -182,6 +185,7 @@ def build_index(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     update: bool = False,
+    tokenizer: int = LATEST,
 ) -> Path:
     """Build index ``name`` from ``source`` and return its folder (``config.paths.indexes / name``).
 
@@ -192,6 +196,7 @@ def build_index(
     ``passage_step`` replaces the passage step (see ``PassageStep``). A folder (``docs``) is
     read with ``include``/``exclude`` globs; ``update`` rebuilds an existing index of it,
     reading only changed files and embedding only new text (or builds it when there is none).
+    ``tokenizer`` is the BM25 tokenizer version (``tokens.py``; benchmark indexes keep version 1).
     """
     began = time.perf_counter()
     validate_name(name)
@@ -226,6 +231,9 @@ def build_index(
     if fmt == DOCS:
         listing = scan_source(given, include, exclude, max_bytes=int(config.retrieval.max_file_mb * 1024 * 1024))
         sha256, size = listing.fingerprint(include, exclude), sum(f.size for f in listing.files)
+        if not update or not (final / MANIFEST).is_file():  # an update embeds only what changed: no estimate
+            for warning in warn_large_files([(f.rel, f.size) for f in listing.files], embedder.backend):
+                log(warning)
         if passage_step is None:
             options = {"include": list(include), "exclude": list(exclude), "faiss_requested": faiss_type}
             passage_step = FolderStep(listing, embedder=embedder, final=final if update else None,
@@ -248,9 +256,12 @@ def build_index(
             else:
                 _refuse_existing(final, force)  # it may have been built while this process waited
             state = _load_state(folder, key, report)
+            state["command"] = _command(source, name, fmt, limit, faiss_type, include, exclude,
+                                        update and (final / MANIFEST).is_file(), update, force, kg)
+            _write_json(folder / STATE, state)
             try:
                 manifest = _run_steps(source, fmt, limit, with_kg, faiss_type, embedder, folder, state, report,
-                                      passage_step)
+                                      passage_step, tokenizer)
             except ReagentError as exc:
                 shutil.rmtree(folder, ignore_errors=True)  # bad input: nothing half-built stays
                 if is_disk_full(exc):  # the KG builder reports a full disk as its own error
@@ -278,6 +289,21 @@ def build_index(
     return final
 
 
+def _command(source: Path, name: str, fmt: str, limit: int | None, faiss_type: str, include: Sequence[str],
+             exclude: Sequence[str], updating: bool, update: bool, force: bool, kg: bool) -> str:
+    """The command that runs this build again (and so resumes it), for what `index list` prints."""
+    if updating:
+        return f"reagent index update {name}"
+    parts = ["reagent index build", shlex.quote(str(source)), "--name", name]
+    parts += [] if fmt == DOCS else ["--format", fmt]
+    parts += [f"--include {shlex.quote(g)}" for g in include] + [f"--exclude {shlex.quote(g)}" for g in exclude]
+    parts += [f"--limit {limit}"] if limit else []
+    parts += [] if faiss_type == "auto" else [f"--faiss {faiss_type}"]
+    parts += ["--update"] if update else ["--force"] if force else []
+    parts += [] if kg or fmt != "wikixml" else ["--no-kg"]
+    return " ".join(parts)
+
+
 def _disk_full(name: str, config: Config) -> IndexBuildError:
     return IndexBuildError(f"disk full while building index {name!r} in {config.paths.indexes}",
                            hint="free some space (the failed build's files were removed) and build again, "
@@ -298,7 +324,7 @@ def file_sizes(folder: Path) -> dict[str, int]:
 
 def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_type: str,
                embedder: Embedder | HashEmbedder, folder: Path, state: dict, report: Reporter,
-               passage_step: PassageStep | None = None) -> dict:
+               passage_step: PassageStep | None = None, tokenizer: int = LATEST) -> dict:
     """Passages, embeddings, FAISS, BM25, knowledge graph; returns the manifest body."""
     seconds = state["seconds"]
     if state["passages"] is None:
@@ -323,7 +349,8 @@ def _run_steps(source: Path, fmt: str, limit: int | None, with_kg: bool, faiss_t
         faiss_info = build_faiss(vectors, choose_type(faiss_type, count), folder / "dense.faiss")
         seconds["faiss"] = round(time.perf_counter() - began, 3)
         began = time.perf_counter()
-        bm25_info = build_bm25((index_text(t, x) for t, x in store.iter_range(0, count)), folder / BM25_DIR)
+        bm25_info = build_bm25((index_text(t, x) for t, x in store.iter_range(0, count)), folder / BM25_DIR,
+                               tokenizer=tokenizer)
         seconds["bm25"] = round(time.perf_counter() - began, 3)
     finally:
         store.close()

@@ -291,7 +291,7 @@ class FolderStep:
                 stop = min(count, start + self.shard_size)
                 path = self.shard_path(folder, number)
                 if path.is_file() and np.load(path, mmap_mode="r").shape[0] == stop - start:
-                    report.advance(handle, stop - start)
+                    report.skip(handle, stop - start)  # done before the update was interrupted: not in the rate
                     continue
                 pairs = list(store.iter_range(start, stop))
                 rows = [lookup.get(_text_key(title, text)) for title, text in pairs]
@@ -310,7 +310,8 @@ class FolderStep:
                 with open(tmp, "wb") as stream:
                     np.save(stream, vectors)
                 os.replace(tmp, path)
-                report.advance(handle, stop - start)
+                report.skip(handle, len(kept))  # reused vectors count, but only embedded passages make the rate
+                report.advance(handle, len(fresh))
             report.finish(handle)
         finally:
             store.close()

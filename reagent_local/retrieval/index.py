@@ -24,6 +24,7 @@ from .sparse import SUBDIR as BM25_DIR
 from .sparse import LegacySparseIndex, SparseIndex, open_sparse
 from .store import FILENAME as PASSAGES_FILE
 from .store import PassageStore
+from .tokens import LEGACY
 
 MODES = ("dense", "sparse", "hybrid")
 # Hybrid fuses this many candidates from each side (at least), so a passage ranked
@@ -148,6 +149,10 @@ class Index:
             with self._reading(BM25_DIR + "/"):
                 sparse = open_sparse(self.path / BM25_DIR)
                 _expect(passages, sparse.size, "documents")
+                # queries are split as the index was built; a manifest without a version is from version 1
+                recorded = int((self.manifest.get("bm25") or {}).get("tokenizer", LEGACY))
+                if recorded != sparse.tokenizer:
+                    raise ValueError(f"built with tokenizer version {sparse.tokenizer}, the manifest says {recorded}")
             if self._embedder is None:
                 self._embedder = make_embedder(self.manifest["embedder"]["name"], backend=self.config.retrieval.embedder_backend,
                                                models_dir=self.config.paths.models)

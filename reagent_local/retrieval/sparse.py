@@ -4,9 +4,11 @@ Built in bounded memory by ``bm25_build.build_chunked`` into the index's ``bm25/
 folder: a CSC matrix of weights by term (``scores.npy``, ``rows.npy``, ``offsets.npy``)
 and the sorted stem vocabulary (``terms.npy``, ``term_offsets.npy``, ``term_ids.npy``),
 every array memory-mapped when searched, so a search touches only its terms' pages.
-Weights and scores are those of bm25s (tested bit for bit); ties are broken by row.
-Indexes built before this format (bm25s's own files, ``params.index.json``) are
-still searched through bm25s.
+Weights and scores are those of bm25s (tested bit for bit with tokenizer version 1);
+ties are broken by row. ``params.json`` records the tokenizer version (``tokens.py``) the
+index was built with, and queries are split by that version: an index without one was
+built by version 1 and keeps it. Indexes built before this format (bm25s's own files,
+``params.index.json``) are still searched through bm25s (version 1).
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from typing import Iterable
 import numpy as np
 
 from . import bm25_build as fmt
+from .tokens import LATEST, LEGACY, splitter, stemmable
 
 SUBDIR = "bm25"
 PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en", "stemmer": "english"}
 LEGACY_PARAMS = "params.index.json"  # bm25s's own format, written by builds before the chunked one
 
 
-def build_bm25(texts: Iterable[str], folder: Path, **sizes: int) -> dict:
+def build_bm25(texts: Iterable[str], folder: Path, *, tokenizer: int = LATEST, **sizes: int) -> dict:
     """Index texts (streamed, in row order) into ``folder`` in bounded memory; return the manifest entry."""
-    info = fmt.build_chunked(texts, Path(folder), PARAMS, **sizes)
-    return {**PARAMS, "format": info["format"], "version": info["version"], "count": info["documents"],
+    splitter(tokenizer)  # an unknown version is refused before any work
+    params = {**PARAMS, "tokenizer": int(tokenizer)}
+    info = fmt.build_chunked(texts, Path(folder), params, **sizes)
+    return {**params, "format": info["format"], "version": info["version"], "count": info["documents"],
             "vocabulary": info["vocabulary"], "postings": info["postings"]}
 
 
@@ -91,14 +96,18 @@ class SparseIndex:
         if len(self._scores) != postings or len(self._rows) != postings or len(self._offsets) != self._vocabulary.size + 1:
             raise ValueError(f"the BM25 arrays disagree with {fmt.PARAMS_FILE} ({postings} postings)")
         self._stopwords = frozenset(self.params["stopword_list"])
+        self.tokenizer = int(self.params.get("tokenizer", LEGACY))  # built before versions: version 1
+        self._split = splitter(self.tokenizer)
         self._stemmer = Stemmer.Stemmer(self.params["stemmer"])
         self._lock = threading.Lock()  # the Snowball stemmer keeps state between calls
 
     def terms(self, query: str) -> list[int]:
         """Column ids of the query's words, in order, repeats kept (as bm25s scores them)."""
-        words = [w for w in fmt.SPLIT(query.lower()) if w not in self._stopwords]
+        words = [w for w in self._split(query) if w not in self._stopwords]
+        plain = [w for w in words if stemmable(w)]
         with self._lock:
-            stems = self._stemmer.stemWords(words)
+            stemmed = iter(self._stemmer.stemWords(plain))
+        stems = [next(stemmed) if stemmable(w) else w for w in words]  # 8.2.0, --force: looked up exact
         found = (self._vocabulary.lookup(stem) for stem in stems)
         return [t for t in found if t]  # None: unknown; 0: the empty token
 
@@ -135,6 +144,7 @@ class LegacySparseIndex:
         self._tokenizer.load_vocab(str(self.folder))
         self._tokenizer.load_stopwords(str(self.folder))
         self._empty_id = self._tokenizer.word_to_id.get("")
+        self.tokenizer = LEGACY
         self.size = int(self._retriever.scores["num_docs"])
         self._lock = threading.Lock()  # the Snowball stemmer keeps state between calls
 

@@ -117,7 +117,9 @@ def resolve_model(name_or_path: str, models_dir: Path) -> tuple[Path, str]:
     model = find_known(name_or_path)
     path = model_path(model, models_dir)
     if not path.is_file():
-        raise ModelNotFoundError(f"model {model.name} is not pulled yet", hint=f"run `reagent models pull {model.name}`")
+        raise ModelNotFoundError(f"model {model.name} is not pulled yet (looked in {Path(models_dir)})",
+                                 hint=f"run `reagent models pull {model.name}`, or point REAGENT_MODELS at the models "
+                                 "folder of a home that has it")
     check_before_load(path)
     return path, model.name
 
