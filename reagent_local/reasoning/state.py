@@ -44,6 +44,7 @@ class RunState:
     roads_rollbacks: int = 0  # global rollbacks the two roads caused (after the chain's first answer)
     # the learned router's decisions ({"router": ..., "stop": ..., "choose": ...}); None without a router
     route: dict[str, Any] | None = None
+    whole_confidence: float | None = None  # the whole question's answer's token probability, once read
 
     def routed(self, decision: RouteDecision, reason: str) -> None:
         """Record one of the learned router's decisions: in the log (a ``route`` event) and for the Answer."""

@@ -68,15 +68,17 @@ def not_an_option(question: str, answer: str) -> str | None:
 
 
 def answer_type_problem(question: str, answer: str, rules: RuleSet, *, step: int | None = None,
-                        final: bool = False) -> str | None:
+                        final: bool = False, fire: bool = True) -> str | None:
     """Why the answer's type does not fit the question (the first enabled check rule that objects), or None.
 
-    ``final``: the answer is to the whole question, so the ``final`` rules apply too.
+    ``final``: the answer is to the whole question, so the ``final`` rules apply too. ``fire=False`` only
+    looks (the trust score reads the fit without the rule counting as having changed anything).
     """
     stages = ("check", "final") if final else ("check",)
     for check in [r for stage in stages for r in rules.active(stage)]:
         problem = check.fn(question, answer)
         if problem:
-            rules.fire(check.name, step=step, detail=problem)
+            if fire:
+                rules.fire(check.name, step=step, detail=problem)
             return problem
     return None
