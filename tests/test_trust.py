@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from reagent_local.agents.logistic import LogisticModel
 from reagent_local.agents.trust import TrustFacts, TrustModel, load_trust_model, record_facts, write_trust_model
@@ -25,6 +26,7 @@ from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.rules import RuleSet
 from reagent_local.testing import InMemoryIndex, ScriptedLLM
 from reagent_local.trace.load import load_trace
+from reagent_local.trace.terminal import final_block
 
 from scenario_runs import scenario_config
 
@@ -202,6 +204,9 @@ def test_a_run_scores_its_answer_logs_it_and_the_trace_shows_it(index, tmp_path)
         assert body.features["answer_confidence"] >= 0  # a fresh run gives every feature
         trace = load_trace(log, answer.run_id)
         assert trace.final.trust is not None and trace.final.trust["label"] == answer.trust["label"]
+        console = Console(record=True, width=160)
+        console.print(final_block(trace))
+        assert f"trust {answer.trust['probability']:.2f}, {answer.trust['label']}" in console.export_text()
 
 
 def test_an_answer_no_passage_supports_says_not_found_with_the_closest_passages(index, tmp_path):
