@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from reagent_local.agents.logistic import LogisticModel
 from reagent_local.agents.trust import TrustFacts, TrustModel, load_trust_model, record_facts, write_trust_model
 from reagent_local.bench.fit_trust import (Example, PassageText, choose_threshold, fit_folders, fit_trust,
                                            record_example, render_fit)
