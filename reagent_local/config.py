@@ -164,6 +164,7 @@ class PipelineConfig:
     # whole question read first, never stopping, the chain's answer kept (train runs for `bench fit-router`)
     router: str = "off"
     router_file: Path | None = None  # a router fitted by `reagent bench fit-router --out`; None: the package's
+    trust_file: Path | None = None  # a trust model fitted by `reagent bench fit-trust --out`; None: the package's
 
     @property
     def local_backtracking(self) -> bool:

@@ -60,6 +60,9 @@ RECORDED: list[tuple[str, ev.EventBody]] = [
                             contributions={"first_confidence": -0.3, "question_yes_no": 0.1})),
     ("controller", ev.Answer(answer="508,000", uncertain=True, reason="a step could not be verified",
                              rules=("either-or-options",))),
+    ("supervisor", ev.TrustScored(probability=0.31, threshold=0.54, label="likely wrong", grounded=False,
+                                  caught=True, features={"backtracked": 1.0, "answer_grounded": 0.0},
+                                  contributions={"backtracked": -0.2, "answer_grounded": 0.05})),
 ]
 
 

@@ -9,8 +9,9 @@ few hundred questions: it converges in under twenty steps).
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -78,3 +79,30 @@ def fit_logistic(rows: Sequence[Mapping[str, float]], labels: Sequence[int], fea
             break
     return LogisticModel(tuple(features), tuple(float(v) for v in mean), tuple(float(v) for v in scale),
                          tuple(round(float(v), 6) for v in beta[1:]), round(float(beta[0]), 6))
+
+
+M = TypeVar("M")
+P = TypeVar("P")
+
+
+def assign_folds(n: int, folds: int, seed: int) -> list[int]:
+    """Each of ``n`` examples' fold (0 .. folds - 1): shuffled by ``seed``, then dealt round in turn."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    fold = [0] * n
+    for k, i in enumerate(order):
+        fold[i] = k % folds
+    return fold
+
+
+def out_of_fold(n: int, folds: int, seed: int, fit: Callable[[list[int]], M], predict: Callable[[M, int], P]) -> list[P]:
+    """Cross-validation: for each fold, ``fit`` on the other folds' example indices and ``predict`` each example of
+    this fold with what was fitted; the predictions in example order."""
+    fold = assign_folds(n, folds, seed)
+    out: list[Any] = [None] * n
+    for k in range(folds):
+        fitted = fit([i for i in range(n) if fold[i] != k])
+        for i in range(n):
+            if fold[i] == k:
+                out[i] = predict(fitted, i)
+    return out

@@ -16,7 +16,8 @@ escalates them with the roads' answers, and :meth:`Supervisor.decide` settles th
 model's confidence) and, when that is not clear, one grammar-bound model call that
 chooses between the two answers. A chain that loses is rolled back at its weakest step
 (:meth:`Supervisor.roll_back_chain`) while the controller allows. Whether a chain is
-trusted is the supervisor's call too (:meth:`Supervisor.trust_chain`, with the ``trust`` rules).
+trusted is the supervisor's call too (:meth:`Supervisor.trust_chain`, with the ``trust`` rules), and so is
+the final answer's trust score (:meth:`Supervisor.score_answer`, agents/trust.py), given when the run closes.
 
 With a learned router (``pipeline.router = "learned"``, agents/router.py) the supervisor decides
 from the roads' features instead: whether the whole question's answer, read first, lets the run
@@ -43,6 +44,7 @@ from .controller import Controller
 from ..core.evidence import Evidence, format_evidence
 from .messages import CHAIN, WHOLE, Road, RoadAnswer
 from .router import RouteDecision, Router, overlap, question_features
+from .trust import Trust, TrustFacts, TrustModel, unscored
 from .schemas import option_answer
 
 AGENT = "supervisor"
@@ -105,8 +107,10 @@ class Supervisor:
 
     def __init__(self, checker: ConflictChecker, controller: Controller, call: Caller | None = None, *,
                  margin: float = 0.3, trust: float = 0.5, options_trust: float = 0.3,
-                 rules: RuleSet | None = None, router: Router | None = None) -> None:
+                 rules: RuleSet | None = None, router: Router | None = None,
+                 trust_model: TrustModel | None = None) -> None:
         self.checker = checker
+        self.trust_model = trust_model  # the answer's trust score (agents/trust.py); None: unscored
         self.router = router  # learned decisions (agents/router.py); None: the hand-set policy below
         self.controller = controller
         self.call = call
@@ -186,6 +190,10 @@ class Supervisor:
             ("; a step is unanswered or unchecked" if not how.checked else "")
         note = f"{made} chose it from {how.answered} step(s), least sure {chain.confidence:.2f}" + ("" if trusted else doubt)
         return replace(chain, trusted=trusted, note=note)
+
+    def score_answer(self, facts: TrustFacts) -> Trust:
+        """The final answer's trust score: the probability, from what the run knows at its end, that it is right."""
+        return self.trust_model.score(facts) if self.trust_model is not None else unscored(facts)
 
     def route_stop(self, question: str, whole: Road | None) -> RouteDecision:
         """With a router: does the whole question's answer, read before any plan, settle the question?

@@ -17,13 +17,12 @@ optimistic (the thresholds are chosen on the same folds); the dev questions judg
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..core.evidence import is_unknown, values_agree
-from ..agents.logistic import LogisticModel, fit_logistic
+from ..agents.logistic import LogisticModel, fit_logistic, out_of_fold
 from ..agents.router import KINDS, Reading, Router, choice_features, stop_features
 from ..errors import BenchRunError
 from ..version import code_version
@@ -156,19 +155,13 @@ def fit_router(examples: Sequence[Example], kind: str, *, folds: int = 5, seed: 
     stops, chooses = _stop_rows(examples), [e for e in examples if e.choose is not None]
     stop_names = sorted(set.intersection(*(set(e.stop) for e in stops))) if stops else []
     choose_names = sorted(set.intersection(*(set(e.choose) for e in chooses))) if chooses else []
-    order = list(range(len(examples)))
-    random.Random(seed).shuffle(order)
-    fold_of = {i: k % folds for k, i in enumerate(order)}
     table = []  # the best thresholds for each penalty
     for l2 in PENALTIES:
-        probs: list[tuple[float | None, float | None]] = [(None, None)] * len(examples)
-        for fold in range(folds):
-            train = [e for i, e in enumerate(examples) if fold_of[i] != fold]
-            stop, choose = _fit_pair(train, stop_names, choose_names, l2)
-            for i, e in enumerate(examples):
-                if fold_of[i] == fold:
-                    probs[i] = (_probabilities(stop, e.stop if e.first_known else None),
-                                _probabilities(choose, e.choose))
+        probs: list[tuple[float | None, float | None]] = out_of_fold(
+            len(examples), folds, seed,
+            lambda train, l2=l2: _fit_pair([examples[i] for i in train], stop_names, choose_names, l2),
+            lambda pair, i: (_probabilities(pair[0], examples[i].stop if examples[i].first_known else None),
+                             _probabilities(pair[1], examples[i].choose)))
         scored = []
         for t_stop in THRESHOLDS + (NEVER,):
             for t_choose in THRESHOLDS + (NEVER,):

@@ -67,6 +67,7 @@ class MethodResult:
     route: dict[str, Any] | None = None  # the learned router's decisions (ReAgent with a router, adaptive)
     # what a router reads of a baseline's answer (rag, ircot): agents.router.Reading.to_json() and its steps
     reading: dict[str, Any] | None = None
+    trust: dict[str, Any] | None = None  # the supervisor's trust score of the answer (ReAgent): agents.trust.Trust
 
 
 class Method(Protocol):

@@ -64,5 +64,6 @@ class ReagentMethod:
             answer_before_backtracking=answer.answer_before_backtracking,
             roads=answer.roads,
             route=answer.route,
+            trust=answer.trust,
             without_backtracking=without,
         )

@@ -18,6 +18,7 @@ from .compare import (NONE_METHOD, against_none, backtracking_effect, by_signal,
 from .provenance import check_single, describe, mix_line, origins
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import folder_config_id, read_run_config, write_json
+from .selective import trust_summary
 from .stats import median, p90
 
 SUMMARY_FILE = "summary.json"
@@ -61,6 +62,8 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "backtracks_global": sum((r.get("backtracks") or {}).get("global", 0) for r in records),
         "rules_fired": _tally(name for r in records for name in r.get("rules_fired") or []),
         "signals": _tally(name for r in records for name in r.get("signals") or []),
+        # selective accuracy and AUROC of the answers' trust score (None: the records carry none)
+        "trust": trust_summary(records),
         # which code produced the records (several when a run was resumed after a commit)
         "code": sorted({r["code"] for r in records if r.get("code")}),
     }
@@ -248,6 +251,24 @@ def roads_lines(verdicts: dict[str, Any]) -> list[str]:
         {m: _ids("kept the better", v["better"]) + _ids("kept the worse", v["worse"]) for m, v in verdicts.items()})
 
 
+def trust_lines(per_method: dict[str, dict[str, Any]]) -> list[str]:
+    """Per method whose records carry the trust score: selective accuracy (EM of the trusted, coverage) and AUROC."""
+    rows = {m: s["trust"] for m, s in per_method.items() if s.get("trust")}
+    if not rows:
+        return []
+    return _method_section(
+        "Trust",
+        "The supervisor's trust score (the probability an answer is right, fitted on train questions by "
+        "`reagent bench fit-trust`): the answers marked trusted, their share of the questions and their EM; "
+        "the AUROC of the score for EM (ties count half); the answers marked likely wrong (backtracking caught "
+        "a problem it did not repair) and those not found in the index (no cited passage contains them).",
+        ("method", "scored", "trusted", "coverage", "EM of trusted", "EM of the rest", "AUROC", "likely wrong (EM)",
+         "not found"),
+        {m: (t["n"], t["trusted"], _fmt(t["coverage"]), _fmt(t["em_trusted"]), _fmt(t["em_rest"]), _fmt(t["auroc"]),
+             f"{t['likely_wrong']} ({_fmt(t['em_likely_wrong'])})", t["not_found"]) for m, t in rows.items()},
+        {})
+
+
 def against_none_lines(paired: dict[str, Any]) -> list[str]:
     """Each ReAgent setting against reagent-none on the same questions."""
     if not paired:
@@ -305,6 +326,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
         *method_lines(summary),
         *backtracking_lines(summary.get("backtracking", {})),
         *roads_lines(summary.get("roads", {})),
+        *trust_lines(summary.get("methods", {})),
         *against_none_lines(summary.get("against_reagent_none", {})),
         *signal_lines(summary.get("signals_against_reagent_none", {})),
         *duel_lines(summary.get("head_to_head", {})),

@@ -87,6 +87,7 @@ def make_record(method: str, question: Question, result: MethodResult, seconds: 
         "roads": result.roads,
         "route": result.route,
         "reading": result.reading,
+        "trust": result.trust,
         "run_id": result.run_id,
         "uncertain": result.uncertain,
         "error": result.error,

@@ -62,7 +62,15 @@ def table(summary: dict[str, Any]) -> str:
             f"| {m['seconds_per_question']:.1f}{_spread(m, 'seconds', 1)}{SHARED_MARK if m.get('seconds_shared') else ''} "
             f"| {_commits(m)} |")
     mixed = mix_line(summary["origin"])
-    return "\n".join(lines + (["", mixed] if mixed else []) + shared_lines(summary))
+    return "\n".join(lines + (["", mixed] if mixed else []) + shared_lines(summary) + trust_line(methods))
+
+
+def trust_line(methods: dict[str, Any]) -> list[str]:
+    """Under the table, per method whose records carry the trust score: selective accuracy and AUROC."""
+    parts = [f"{LABELS.get(name, name)}: trusted {t['trusted']} of {t['n']} ({_score(t['coverage'])}), EM of the "
+             f"trusted {_score(t['em_trusted'])}, AUROC {_score(t['auroc'])}"
+             for name, m in methods.items() if (t := m.get("trust"))]
+    return ["", "Trust score: " + "; ".join(parts) + "."] if parts else []
 
 
 def folder_table(folder: Path, *, allow_mixed: bool = False) -> str:

@@ -25,6 +25,7 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         router: str | None, as_json: bool, local: bool) -> None:
     """Answer QUESTION with the six-agent ReAgent pipeline."""
     from ..api import ReAgent
+    from ..reasoning.answer import snippet
     from ..reasoning.pipeline import validate_question
     from .common import config_from
 
@@ -46,6 +47,15 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         click.echo(f"  {number}. {sub.question}\n     -> {sub.answer}{flag}   [{titles}]")
     mark = click.style(" (uncertain: " + answer.uncertain_reason + ")", fg="yellow") if answer.uncertain else ""
     click.echo(click.style("Answer: ", bold=True) + answer.answer + mark)
+    if answer.trust_line():
+        label = (answer.trust or {}).get("label")
+        colour = {"trusted": "green", "likely wrong": "red"}.get(str(label), "yellow")
+        click.echo(click.style(answer.trust_line(), fg="yellow" if answer.not_found else colour))
+    if answer.closest:
+        click.echo(click.style("Closest passages:", bold=True))
+        for number, passage in enumerate(answer.closest, 1):
+            where = passage.origin.label() if passage.origin is not None else passage.title
+            click.echo(f"  [{number}] {where}: {snippet(passage.text)}")
     sources = answer.sources()
     if sources:
         click.echo(click.style("Sources:", bold=True))

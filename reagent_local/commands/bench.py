@@ -189,6 +189,45 @@ def fit_router_cmd(folders: tuple[Path, ...], kind: str, out: Path | None, repor
     click.echo(f"router written to {target}")
 
 
+@bench.command(name="fit-trust")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--judge", "judged", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A run folder (dev) to judge the fitted score on: AUROC and selective accuracy (repeatable).")
+@click.option("--method", default=None,
+              help="The records to read (default: reagent-both, else reagent-collect, whichever a folder has).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Trust model file to write (default: the package's, which every run reads).")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the fit as Markdown here (CV figures, the judged runs, the weights).")
+@click.option("--target", type=float, default=0.70, show_default=True,
+              help="The EM the trusted answers should reach (out of fold on train): it sets the threshold.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds.")
+@click.option("--seed", type=int, default=13, show_default=True, help="Seed of the folds.")
+def fit_trust_cmd(folders: tuple[Path, ...], judged: tuple[Path, ...], method: str | None, out: Path | None,
+                  report: Path | None, target: float, folds: int, seed: int) -> None:
+    """Fit the answers' trust score (the probability an answer is right) from train run folders.
+
+    Fit on train questions only (`--ids ../shared/data/splits/DATASET-train.txt`); judge on dev with --judge.
+    """
+    import shlex
+    import sys
+
+    from ..agents.trust import TRUST_PATH, write_trust_model
+    from ..bench.fit_trust import fit_folders, render_fit
+
+    command = "reagent bench fit-trust " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    fit = fit_folders(list(folders), judge_folders=list(judged), method=method, folds=folds, seed=seed,
+                      target=target, command=command)
+    where = out or TRUST_PATH
+    write_trust_model(fit.model, where)
+    text = render_fit(fit)
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(text, encoding="utf-8")
+    click.echo(text)
+    click.echo(f"trust model written to {where}")
+
+
 @bench.command(name="ablate")
 @click.argument("baselines", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--what", "whats", multiple=True, required=True, metavar="SPEC",

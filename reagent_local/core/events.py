@@ -252,6 +252,18 @@ class Answer(EventBody):
     rules: tuple[str, ...] = ()
 
 
+@_kind("trust")
+class TrustScored(EventBody):
+    """The supervisor scored the final answer: the probability it is right, and the marks read from it."""
+    probability: float | None  # None: no trust model
+    threshold: float
+    label: str  # "trusted", "not sure", "likely wrong" or "unscored"
+    grounded: bool  # a cited passage contains the answer ("not found in the index" when not)
+    caught: bool = False  # backtracking fired
+    features: Mapping[str, float] = field(default_factory=dict)
+    contributions: Mapping[str, float] = field(default_factory=dict)  # each feature's share of the log-odds
+
+
 @dataclass(frozen=True)
 class UnknownEvent:
     """An event this module cannot read (a foreign kind, or a payload that does not fit its class)."""

@@ -27,6 +27,12 @@ def tidy_answer(text: str) -> str:
     return tidied or "unknown"
 
 
+def snippet(text: str, limit: int = 160) -> str:
+    """The start of a passage, cut at a word, for a line of output."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
 @dataclass(frozen=True)
 class PassageRef:
     """A passage cited as evidence; ``origin``: its file, heading and page or lines (folders of documents)."""
@@ -83,6 +89,10 @@ class Answer:
     # the learned router's decisions (pipeline.router): {"router", "stop", "choose", "winner"}, each decision
     # with its features, probability, threshold and reason; None without a router
     route: dict[str, Any] | None = None
+    # the supervisor's trust score (agents.trust.Trust.to_json()): probability, threshold, label, grounded, ...
+    trust: dict[str, Any] | None = None
+    # no passage supports the answer: the passages nearest the question, shown instead ("not found in the index")
+    closest: tuple[PassageRef, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,13 +103,16 @@ class Answer:
         for sub, result in zip(data["subquestions"], self.subquestions):
             sub["passages"] = [p.to_dict() for p in result.passages]
         data["passages"] = [p.to_dict() for p in self.passages]
+        data["closest"] = [{**p.to_dict(), "text": snippet(p.text)} for p in self.closest]
+        data["not_found"] = self.not_found
+        data["trust_line"] = self.trust_line()
         data["road"] = self.road_line()  # said once here, so that the serve page shows what `ask` prints
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], texts: dict[str, str] | None = None) -> "Answer":
         """The Answer whose ``to_dict()`` is ``data`` (a served answer); ``texts`` gives passages' text by id."""
-        texts = texts or {}
+        texts = {**{p["id"]: p.get("text", "") for p in data.get("closest") or ()}, **(texts or {})}
 
         def refs(items: Any) -> tuple[PassageRef, ...]:
             return tuple(PassageRef(p["id"], p["title"], texts.get(p["id"], ""), Origin.from_dict(p.get("origin")))
@@ -113,7 +126,7 @@ class Answer:
             if spec.name == "subquestions":
                 value = tuple(SubQuestionResult(**{**sub, "passages": refs(sub.get("passages")),
                                                    "facts": tuple(sub.get("facts") or ())}) for sub in value)
-            elif spec.name == "passages":
+            elif spec.name in ("passages", "closest"):
                 value = refs(value)
             elif isinstance(value, list):
                 value = tuple(value)
@@ -123,6 +136,19 @@ class Answer:
     def sources(self) -> list[str]:
         """One line per cited passage that says where it is (file, heading, page or lines); [] without origins."""
         return [p.origin.label() for p in self.passages if p.origin is not None]
+
+    @property
+    def not_found(self) -> bool:
+        """No passage the run cites supports the answer (or there is none): the index does not seem to hold it."""
+        return self.trust is not None and not self.trust.get("grounded", True)
+
+    def trust_line(self) -> str:
+        """The trust score and what it means, in one line ("" for an answer without one); "not found in the index"
+        first when no passage supports the answer."""
+        if self.trust is None:
+            return ""
+        line = str(self.trust.get("line", ""))
+        return f"not found in the index: no passage it cites contains it; {line}" if self.not_found else line
 
     def road_line(self) -> str:
         """Which road's answer stands and why: the learned router's decision, else the hand-set verdict

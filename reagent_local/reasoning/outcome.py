@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from ..core.evidence import is_unknown
+from ..core.evidence import is_unknown, supported, values_agree
 from ..agents.messages import WHOLE
+from ..agents.trust import TrustFacts
+from ..rules import answer_type_problem
 from ..core import events as ev
 from .answer import Answer, PassageRef, SubQuestionResult, tidy_answer
 from .calls import CallLedger
@@ -38,6 +41,11 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.notes.signals)),
         answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run), route=run.notes.route)
     run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
+    trust = team.supervisor.score_answer(_facts(run, answer))
+    run.ws.record("supervisor", ev.TrustScored(probability=trust.probability, threshold=trust.threshold,
+                                               label=trust.label, grounded=trust.grounded, caught=trust.caught,
+                                               features=trust.features, contributions=trust.contributions))
+    answer = replace(answer, trust=trust.to_json(), closest=() if trust.grounded else _closest(run, answer))
     run.ws.finish(final, status, {
         "uncertain": uncertain, "uncertain_reason": reason, "llm_calls": answer.llm_calls,
         "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
@@ -45,8 +53,41 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         "challenges": run.challenges, "reliability": dict(team.controller.reliability),
         "subquestions": [s.question for s in answer.subquestions], "passages": [p.id for p in answer.passages],
         "rules_fired": list(answer.rules_fired), "signals": list(answer.signals),
-        "answer_before_backtracking": answer.answer_before_backtracking, "route": run.notes.route}, uncertain=uncertain)
+        "answer_before_backtracking": answer.answer_before_backtracking, "route": run.notes.route,
+        "trust": answer.trust}, uncertain=uncertain)
     return answer
+
+
+def _facts(run: RunState, answer: Answer) -> TrustFacts:
+    """What the run knows of its answer at its end: the trust score's input."""
+    final, steps = answer.answer, run.steps
+    answered = [s for s in steps if s.done and s.statement is not None]
+    if run.fallback_cited:  # the answer is the whole question's (a fallback, a verdict, the router's stop)
+        confidence = run.notes.whole_confidence if run.notes.whole_confidence is not None else 0.5
+    else:  # the chain's: as sure as its least sure step
+        confidence = min((s.statement.confidence for s in answered if s.statement is not None), default=0.0)
+    unknown = not final.strip() or is_unknown(final)
+    before = answer.answer_before_backtracking
+    roads = answer.roads or {}
+    return TrustFacts(
+        question=run.question, answer=final, grounded=not unknown and supported(final, answer.passages),
+        fits=unknown or answer_type_problem(run.question, final, run.team.rules, final=True, fire=False) is None,
+        cited=len(answer.passages), unknown=unknown, uncertain=answer.uncertain,
+        local_backtracks=run.backtracks["local"], global_backtracks=run.backtracks["global"],
+        changed=before is not None and not values_agree(before, final), roads_disagreed=answer.roads is not None,
+        whole_won=roads.get("winner") == WHOLE, signals=answer.signals, rules=len(answer.rules_fired),
+        calls=answer.llm_calls, confidence=confidence, steps=len(steps), answered=len(answered),
+        uncertain_steps=sum(1 for s in steps if s.uncertain))
+
+
+def _closest(run: RunState, answer: Answer, limit: int = 3) -> tuple[PassageRef, ...]:
+    """The passages nearest the question when none supports the answer: those it cites, then what the steps read."""
+    found = {p.id: p for p in answer.passages}
+    for step in run.steps:
+        for evidence in [step.evidence] if step.evidence else [a.evidence for a in step.attempts]:
+            for p in evidence.passages:
+                found.setdefault(p.id, PassageRef(p.id, p.title, p.text, p.origin))
+    return tuple(found.values())[:limit]
 
 
 def _roads(run: RunState) -> dict[str, Any] | None:

@@ -207,6 +207,7 @@ class SecondRoad:
         if is_unknown(candidate.answer):
             return None
         confidence = candidate.probability if candidate.probability is not None else 0.5
+        run.notes.whole_confidence = confidence
         statement = final_statement(run.question, candidate.answer, confidence=confidence, cited=candidate.cited)
         problem = answer_type_problem(run.question, candidate.answer, team.rules, final=True)
         grounded = supported(candidate.answer, candidate.cited or self.whole_evidence.passages)

@@ -37,6 +37,7 @@ class Notes:
     signals: list[str] = field(default_factory=list)  # conflict signals that fired
     # the learned router's decisions ({"router": ..., "stop": ..., "choose": ...}); None without a router
     route: dict[str, Any] | None = None
+    whole_confidence: float | None = None  # the whole question's answer's token probability, once read
 
     def signal(self, name: str, fired: bool, detail: str, step: int | None = None, **values: Any) -> None:
         """Record a conflict signal the run checked (``fired``: it found a problem)."""

@@ -13,6 +13,7 @@ from ..agents.retriever import RetrieverAgent, SearchIndex
 from ..agents.supervisor import Supervisor
 from ..agents.verifier import AGENT as VERIFIER, LLMJudge, Verifier
 from ..agents.router import Router, default_path, load_router
+from ..agents.trust import TRUST_PATH, TrustModel, load_trust_model
 from ..config import Config, PipelineConfig
 from ..core.conflicts import ConflictChecker
 from ..core.workspace import Workspace
@@ -50,6 +51,18 @@ def _cached_router(path: str, mtime_ns: int) -> Router:
     return load_router(path)
 
 
+def trust_model_for(pipeline: PipelineConfig) -> TrustModel:
+    """The supervisor's trust model: ``trust_file`` when set, else the package's."""
+    path = pipeline.trust_file or TRUST_PATH
+    return _cached_trust(str(path), path.stat().st_mtime_ns if path.exists() else 0)
+
+
+@lru_cache(maxsize=8)
+def _cached_trust(path: str, mtime_ns: int) -> TrustModel:
+    """A trust model file read once per version of it."""
+    return load_trust_model(path)
+
+
 def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: RuleSet, index: SearchIndex,
                kg: Any | None = None, *, budget: Budget) -> Team:
     """The roles for one run; the controller owns the run's ``budget`` (the ledger charges every call to it),
@@ -64,7 +77,8 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     verifier = Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence,
                         local=pipeline.local_backtracking, check_failed="check-failed" not in pipeline.signals_off)
     supervisor = Supervisor(checker, controller, calls, margin=pipeline.roads_margin, trust=pipeline.chain_trust,
-                            options_trust=pipeline.options_trust, rules=rules, router=router_for(pipeline))
+                            options_trust=pipeline.options_trust, rules=rules, router=router_for(pipeline),
+                            trust_model=trust_model_for(pipeline))
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
                 verifier=verifier, assembler=AnswerAssembler(calls, checker, rules), supervisor=supervisor,
                 controller=controller, rules=rules)

@@ -69,10 +69,11 @@ def not_an_option(question: str, answer: str) -> str | None:
 
 
 def answer_type_problem(question: str, answer: str, rules: RuleSet, *, step: int | None = None,
-                        final: bool = False) -> str | None:
+                        final: bool = False, fire: bool = True) -> str | None:
     """Why the answer's type does not fit the question (the first enabled check rule that objects), or None.
 
-    ``final``: the answer is to the whole question, so the ``final`` rules apply too.
+    ``final``: the answer is to the whole question, so the ``final`` rules apply too. ``fire=False`` only
+    looks (the trust score reads the fit without the rule counting as having changed anything).
     """
-    found = rules.first((CHECK, FINAL) if final else (CHECK,), question, answer, step=step)
+    found = rules.first((CHECK, FINAL) if final else (CHECK,), question, answer, step=step, record=fire)
     return found.value if found else None

@@ -98,6 +98,20 @@ def _route(r: ev.Route) -> str:
     return f"router {clean(r.stage)}: {clean(r.reason, 120)}" + (f" (most: {why})" if why else "")
 
 
+def trust_text(probability: float | None, threshold: float, label: str, grounded: bool) -> str:
+    """The trust score in a few words: "trust 0.62, trusted (threshold 0.54)", and "not found in the index"."""
+    head = "trust: no model" if probability is None else \
+        f"trust {probability:.2f}, {label} (threshold {threshold:.2f})"
+    return head + ("; not found in the index: no cited passage contains the answer" if not grounded else "")
+
+
+def _trust(t: ev.TrustScored) -> str:
+    """The supervisor's trust score, with the three features that pushed it most."""
+    top = sorted(t.contributions.items(), key=lambda kv: -abs(kv[1]))[:3]
+    why = ", ".join(f"{clean(k)} {v:+.2f}" for k, v in top)
+    return trust_text(t.probability, t.threshold, clean(t.label), t.grounded) + (f" (most: {why})" if why else "")
+
+
 def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None,
               retracted_text: str | None = None) -> str:
     """A one-line summary of a decoded event; ``checkpoints`` and ``retracted_text`` add names where known."""
@@ -159,6 +173,8 @@ def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None
             return _signal(body)
         case ev.Route():
             return _route(body)
+        case ev.TrustScored():
+            return _trust(body)
         case ev.Answer():
             line = f"answer {quoted(body.answer)}"
             line += f" (uncertain: {clean(body.reason) or 'yes'})" if body.uncertain else ""

@@ -47,7 +47,8 @@ def load_trace(log: EventLog, run_id: str) -> Trace:
                         subquestions=list(stats.get("subquestions") or []),
                         held=sorted(e.seq for e in builder.held.values()),
                         passages=list(stats.get("passages") or []),
-                        rules=list(builder.answer.rules) if builder.answer else [])
+                        rules=list(builder.answer.rules) if builder.answer else [],
+                        trust=builder.trust.to_payload() if builder.trust else None)
     items = list(builder.items.values())
     return Trace(run=RunSummary.from_row(row), items=items, entries=builder.entries,
                  checkpoints=[_checkpoint_mark(c, builder.cp_agent.get(c.id, "system")) for c in checkpoints],
@@ -70,6 +71,7 @@ class _Builder:
         self.round_of: dict[int, int] = {}
         self._conflicts: list[tuple[Item, ev.ConflictSet]] = []
         self.answer: ev.Answer | None = None
+        self.trust: ev.TrustScored | None = None
 
     def add(self, e: Event) -> None:
         body = ev.decode(e)
@@ -167,6 +169,9 @@ class _Builder:
 
     def _on_answer(self, e: Event, body: ev.Answer, item: Item) -> None:
         self.answer = body
+
+    def _on_trust(self, e: Event, body: ev.TrustScored, item: Item) -> None:
+        self.trust = body
 
     def conflict_sets(self) -> list[ConflictSet]:
         """Conflict sets, each with the global rollback that followed it (if any)."""

@@ -186,6 +186,8 @@ class FinalAnswer:
     held: list[int]  # entry seqs held at the end
     passages: list[str]
     rules: list[str] = field(default_factory=list)  # question-shape rules named by the 'answer' event
+    # the supervisor's trust score (the 'trust' event's payload); None in logs written before it
+    trust: dict[str, Any] | None = None
 
 
 @dataclass

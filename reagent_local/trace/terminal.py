@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core import events as ev
-from .describe import clean
+from .describe import clean, trust_text
 from .model import DISCARDED, RETRACTED, Item, RunSummary, Trace
 
 AGENT_STYLE = {"decomposer": "blue", "retriever": "cyan", "verifier": "green", "assembler": "magenta",
@@ -22,7 +22,7 @@ GLYPH = {"checkpoint": ("◆", "bold cyan"), "rollback_local": ("↶", "bold yel
          "assert": ("+", "green"), "retract": ("−", "yellow"), "judgement": ("?", ""),
          "assert_msg": ("●", ""), "inform": ("○", ""), "reject": ("✗", "red"), "challenge": ("!", "yellow"),
          "plan": ("≡", "blue"), "rule_fired": ("§", "magenta"), "signal": ("≠", "bold red"), "signal_quiet": ("=", "dim"),
-         "route": ("⇉", "bold blue"),
+         "route": ("⇉", "bold blue"), "trust": ("◆", "bold magenta"),
          "answer": ("★", "bold green"), "accept": ("✓", "green"), "retry": ("↻", "yellow"), "give_up": ("✗", "red")}
 HIDDEN = {"round"}  # a round's effects are shown as the events that follow it
 
@@ -189,6 +189,11 @@ def final_block(trace: Trace) -> Group:
     if f.uncertain:
         head.append(f"  (uncertain: {clean(f.reason) or 'yes'})", style="yellow")
     parts: list = [head]
+    if f.trust is not None:
+        t = f.trust
+        style = {"trusted": "green", "likely wrong": "bold red"}.get(str(t.get("label")), "yellow")
+        parts.append(Text(trust_text(t.get("probability"), float(t.get("threshold", 1.0)), str(t.get("label", "")),
+                                     bool(t.get("grounded", True))), style=style))
     held = [trace.entries[s] for s in f.held]
     if held:
         parts.append(Text("Held at the end:", style="bold"))

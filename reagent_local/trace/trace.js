@@ -51,6 +51,13 @@
       line.appendChild(document.createTextNode("Answer: "));
       add(line, el("span", "answer", D.final.answer));
       if (D.final.uncertain) add(line, el("span", "uncertain", "uncertain: " + (D.final.reason || "yes")));
+      var t = D.final.trust;
+      if (t) {
+        var label = t.probability === null || t.probability === undefined ? "trust: no model"
+          : "trust " + fmt(t.probability, 2) + ", " + t.label;
+        add(line, el("span", "trust " + String(t.label || "").replace(" ", "-"), label));
+        if (t.grounded === false) add(line, el("span", "uncertain", "not found in the index"));
+      }
     }
     var local = D.rollbacks.filter(function (b) { return b.scope === "local"; }).length;
     var chips = document.getElementById("chips");
@@ -458,6 +465,15 @@
       if (shares.length) {
         add(box, el("h3", null, "Each feature's share of the log-odds"));
         pairs(box, shares.map(function (k) { return [k, fmt(p.contributions[k], 3) + "  (value " + fmt((p.features || {})[k], 3) + ")"]; }));
+      }
+    } else if (it.type === "trust") {
+      pairs(box, [["probability right", fmt(p.probability, 3)], ["threshold", fmt(p.threshold, 2)], ["mark", p.label],
+        ["grounded", p.grounded ? "yes" : "no: not found in the index"], ["backtracking fired", p.caught ? "yes" : "no"]]);
+      var parts = Object.keys(p.contributions || {}).sort(function (a, b) {
+        return Math.abs(p.contributions[b]) - Math.abs(p.contributions[a]); });
+      if (parts.length) {
+        add(box, el("h3", null, "Each feature's share of the log-odds"));
+        pairs(box, parts.map(function (k) { return [k, fmt(p.contributions[k], 3) + "  (value " + fmt((p.features || {})[k], 3) + ")"]; }));
       }
     } else if (it.type === "rule_fired") {
       pairs(box, [["rule", p.rule], ["stage", p.stage], ["step", p.step === null || p.step === undefined ? "" : p.step + 1],

@@ -93,6 +93,20 @@
     $("account").textContent = a.llm_calls + " LLM calls, " + a.prompt_tokens + " + " + a.completion_tokens +
       " tokens, " + Number(a.seconds).toFixed(1) + " s, backtracks " + a.backtracks.local + " local / " +
       a.backtracks.global + " global, run " + a.run_id;
+    // Answer.trust_line(): the trust score and what it means ("not found in the index" first when nothing supports it)
+    var trust = a.trust || {};
+    $("trust").textContent = a.trust_line || "";
+    $("trust").hidden = !$("trust").textContent;
+    $("trust").className = "trust " + (a.not_found ? "not-found" : String(trust.label || "").replace(" ", "-"));
+    var closest = $("closest");
+    clear(closest);
+    (a.closest || []).forEach(function (p) {
+      var li = closest.appendChild(el("li"));
+      li.appendChild(el("div", "passage-title", p.title));
+      if (p.origin && p.origin.label) li.appendChild(el("div", "passage-origin", p.origin.label));
+      li.appendChild(el("p", "passage-text", p.text));
+    });
+    $("closest-box").hidden = !(a.closest || []).length;
     $("road").textContent = a.road || "";  // Answer.road_line(): the router's choice or the two roads' verdict
     $("road").hidden = !$("road").textContent;
     var steps = $("steps");
