@@ -50,3 +50,30 @@ def test_the_shipped_measurement_reads() -> None:
     assert shipped["threads"] == [1, 2] and 0 <= shipped["changed"] <= shipped["questions"]
     assert shipped["machine"]["machine_id"] and noise_line(shipped)
     assert read_noise(Path("/nonexistent.json")) is None
+
+
+def test_a_measurement_runs_one_folder_per_thread_count_and_writes_its_json(driver: dict, tmp_path: Path) -> None:
+    from reagent_local.bench.noise import measure_noise
+
+    llm, retriever, config = driver["build"](driver["data"])
+    options = dict(config=config, out=tmp_path / "noise", n=4, llm=llm, retriever=retriever)
+    result = measure_noise("hotpotqa", driver["data"], write=tmp_path / "noise.json", **options)
+    assert result["threads"] == [1, 2] and result["questions"] == 4 and result["changed"] == 0  # a fake: no noise
+    for count in (1, 2):
+        run = json.loads((tmp_path / "noise" / f"threads-{count}" / "config.json").read_text())
+        assert run["config"]["llm"]["n_threads"] == count and run["methods"] == ["rag"]
+    assert read_noise(tmp_path / "noise.json") == result
+    assert measure_noise("hotpotqa", driver["data"], **options)["questions"] == 4  # the folders are resumed
+    with pytest.raises(BenchRunError, match="two different counts"):
+        measure_noise("hotpotqa", driver["data"], threads=(2, 2), **options)
+
+
+def test_the_command_refuses_threads_that_are_not_numbers(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from reagent_local.cli import main
+
+    data = tmp_path / "d.json"
+    data.write_text("[]")
+    with pytest.raises(SystemExit):
+        main(["bench", "noise", "--dataset", "hotpotqa", "--file", str(data), "--threads", "one,two",
+              "--out", str(tmp_path / "o")])
+    assert "--threads takes two numbers" in capsys.readouterr().err

@@ -89,10 +89,12 @@ def noise_result(folders: dict[int, Path], method: str) -> dict[str, Any]:
 
 def measure_noise(dataset: str, file: Path, *, config: Config, out: Path, method: str = "rag",
                   threads: Sequence[int] = THREADS, n: int | None = None, seed: int = 13, ids: Any = None,
-                  console: Any = None, write: Path | None = None) -> dict[str, Any]:
+                  console: Any = None, write: Path | None = None, llm: Any = None,
+                  retriever: Any = None) -> dict[str, Any]:
     """Answer the questions once per thread count into ``out/threads-<N>`` and count the answers that change.
 
     A folder already there is resumed. ``write``: also save the result there (``NOISE_FILE`` ships it).
+    ``llm`` and ``retriever`` replace the configured model and the file's index (fakes, in tests).
     """
     from .runner import run_benchmark
 
@@ -104,7 +106,8 @@ def measure_noise(dataset: str, file: Path, *, config: Config, out: Path, method
         folder = Path(out) / f"threads-{count}"
         counted = replace(config, llm=replace(config.llm, n_threads=count))
         run_benchmark(dataset, file, config=counted, n=n, seed=seed, methods=[method], out=folder,
-                      resume=(folder / "config.json").exists(), ids=ids, console=console)
+                      resume=(folder / "config.json").exists(), ids=ids, console=console, llm=llm,
+                      retriever=retriever)
         folders[count] = folder
     result = noise_result(folders, method)
     if write is not None:
