@@ -28,7 +28,9 @@ pytestmark = pytest.mark.slow
 
 FILE = "hotpotqa/hotpot_dev_distractor_sample200.json"
 SPLIT = "splits/hotpotqa-dev.txt"
-RAG_QUESTIONS = 24  # answered in sample order, then in reverse order, in one process
+# answered in sample order, then in reverse order, in one process; 24 passed (2026-12-07), 16 keeps the test near
+# 8 minutes on 2 quiet cores (its CPU time with 24 was about 1,100 s, beyond building the index)
+RAG_QUESTIONS = 16
 FRESH = 3  # of those, answered each in a fresh process
 NONE_QUESTIONS = 2  # answered by reagent-none after the others in one process, and each in a fresh process
 THREADS = "2"

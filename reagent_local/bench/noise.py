@@ -56,7 +56,8 @@ def noise_line(noise: dict[str, Any] | None, machines: Sequence[str] = ()) -> st
     return (f"Noise floor (`reagent bench noise`, {noise.get('measured', '')[:10]}, commit {noise.get('commit')}): "
             f"between {a} and {b} threads on {describe_machine(machine)}{where}, {noise['changed']} of "
             f"{noise['questions']} {noise['method']} answers changed ({noise['changed_normalised']} after "
-            f"normalisation). A difference of fewer answers than that is within what threads alone change.")
+            f"normalisation)." + (" A difference of that many answers or fewer may be threads alone."
+                                  if noise["changed"] else ""))
 
 
 def changed_answers(first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]) -> dict[str, Any]:
