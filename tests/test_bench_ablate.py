@@ -369,3 +369,24 @@ def test_rule_each_plans_one_ablation_per_rule_the_baseline_used(scenario: dict,
     with pytest.raises(BenchRunError, match="an ablation is asked twice \\(rule-same-x\\)"):
         plan_ablations([scenario["base"]], ["rule:each", "rule:same-x"], method="reagent-both", check=0, out=tmp_path,
                        allow_mixed=False)
+
+
+def test_reruns_on_another_machine_than_the_baselines_are_refused_unless_allowed(scenario: dict,
+                                                                                 tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    shutil.copytree(scenario["base"], base)
+    run = lambda **kw: ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", baselines=[base], **kw)  # noqa: E731
+    rewrite(base, lambda n, r: r.update(machine_id="0ther0machine"))
+    with pytest.raises(BenchRunError, match="this ablation would pair records of different machines "
+                                            "[(]baseline on 0ther0machine; reruns on ") as info:
+        run()
+    assert "--allow-mixed" in info.value.hint
+    assert not (tmp_path / "out").exists()  # refused before any work
+    (result,) = run(allow_mixed=True)
+    assert any(label.startswith("**Mixed machines**: baseline on 0ther0machine") for label in result["labels"])
+
+
+def test_threads_are_not_an_ablation() -> None:
+    with pytest.raises(BenchRunError, match="llm.n_threads cannot be ablated") as info:
+        parse_spec("setting:llm.n_threads=1")
+    assert "bench noise" in info.value.hint

@@ -118,3 +118,40 @@ def test_a_side_pooled_over_folders_and_a_mixed_side(tmp_path: Path) -> None:
         comparison([f"{hot},{wiki}", other])
     mixed = comparison([f"{hot},{wiki}", other], allow_mixed=True, resamples=500)
     assert mixed["a"]["origin"]["mixed"] and "commits 0.1.0+gaaaaaaa (6 records)" in markdown(mixed)
+
+
+def test_sides_of_two_machines_are_refused_unless_allowed_and_then_labelled(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    run_a = write_run(tmp_path / "a", [{**r, "machine_id": "aaaa"} for r in A])
+    run_b = write_run(tmp_path / "b", [{**r, "method": "x", "machine_id": "bbbb"} for r in B])
+    with pytest.raises(BenchRunError, match="pair records of different machines [(]A on aaaa; B on bbbb[)]"):
+        comparison([run_a, run_b], resamples=200)
+    with pytest.raises(SystemExit):
+        main(["bench", "compare", str(run_a), str(run_b)])
+    assert "--allow-mixed" in capsys.readouterr().err
+    result = comparison([run_a, run_b], resamples=200, allow_mixed=True)
+    assert "- **Mixed machines**: A on aaaa; B on bbbb;" in markdown(result)
+    # records older than machine ids beside new ones: nothing says they ran there
+    old = write_run(tmp_path / "old", [{**r, "method": "x"} for r in B])
+    with pytest.raises(BenchRunError, match="A on aaaa; B on unknown"):
+        comparison([run_a, old], resamples=200)
+    # two old folders still pair, as before
+    assert comparison([write_run(tmp_path / "old-a", A), old], resamples=200)["machines_mixed"] is None
+
+
+def test_the_noise_floor_is_printed_beside_the_difference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    noise = {"threads": [1, 2], "changed": 3, "changed_normalised": 2, "questions": 20, "method": "rag",
+             "measured": "2026-12-07T05:00:00+00:00", "commit": "0.1.0+gabc",
+             "machine": {"machine_id": "aaaa", "cpu": "Intel Xeon", "flags": ["avx2"], "llama_cpp": "0.3.36",
+                         "extra_buffers": False}}
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps(noise))
+    monkeypatch.setattr("reagent_local.bench.compare_view.read_noise", lambda: json.loads(path.read_text()))
+    run_a = write_run(tmp_path / "a", [{**r, "machine_id": "aaaa"} for r in A])
+    run_b = write_run(tmp_path / "b", [{**r, "method": "x", "machine_id": "aaaa"} for r in B])
+    text = markdown(comparison([run_a, run_b], resamples=200))
+    assert ("Noise floor (`reagent bench noise`, 2026-12-07, commit 0.1.0+gabc): between 1 and 2 threads on "
+            "Intel Xeon (avx2), llama-cpp-python 0.3.36, extra buffers off (the machine of these records), 3 of 20 "
+            "rag answers changed (2 after normalisation).") in text
+    monkeypatch.setattr("reagent_local.bench.compare_view.read_noise", lambda: None)
+    assert "Noise floor" not in markdown(comparison([run_a, run_b], resamples=200))

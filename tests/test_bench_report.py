@@ -217,3 +217,29 @@ def test_the_roads_verdicts_in_the_report(tmp_path: Path) -> None:
     table = (folder / "results.md").read_text()
     assert "| reagent-both | 3 | 1 | 1 | 1 | 1 | 1 |" in table
     assert "- reagent-both; kept the better q1; kept the worse q2" in table
+
+
+def test_tables_of_two_machines_and_what_the_seconds_measured(run_folder: Path, tmp_path: Path) -> None:
+    from reagent_local.bench.tables import tables
+
+    text = tables([run_folder])
+    assert "Seconds: all of these records were written before each method's question began with an empty" in text
+    path = run_folder / "records.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "machine_id": "m1", "cold_start": True, "cached_prompt_tokens": 64})
+                            + "\n" for r in records))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text((run_folder / "config.json").read_text())
+    (other / "records.jsonl").write_text("".join(json.dumps({**r, "machine_id": "m2"}) + "\n" for r in records))
+    with pytest.raises(BenchRunError, match="these tables would pair records of different machines"):
+        tables([run_folder, other])
+    shown = tables([run_folder, other], allow_mixed=True)
+    assert f"**Mixed machines**: {run_folder} on m1; {other} on m2" in shown
+    assert "Seconds: cold per method per question." in tables([run_folder])
+    assert "Prompt tokens per question taken from that cache: rag 64" in tables([run_folder])
+    # one folder of two machines is a mixed table
+    path.write_text("".join(json.dumps({**r, "machine_id": "m1" if n else "m2"}) + "\n"
+                            for n, r in enumerate(records)))
+    with pytest.raises(BenchRunError, match="machines m1 [(]5 records[)], m2 [(]1 record[)]"):
+        write_report(run_folder)

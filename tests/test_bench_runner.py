@@ -360,3 +360,94 @@ def test_bench_run_help_lists_the_new_options() -> None:
     result = CliRunner().invoke(cli, ["bench", "run", "--help"])
     assert result.exit_code == 0
     assert "--ids" in result.output and "--exclude-ids" in result.output and "--index NAME" in result.output
+
+
+def test_records_name_their_machine_and_the_session_keeps_its_identity(driver: dict, tmp_path: Path) -> None:
+    from reagent_local.runtime.identity import machine_identity
+
+    llm, retriever, config = driver["build"](driver["data"])
+    out = tmp_path / "run"
+    run_benchmark("hotpotqa", driver["data"], config=config, n=6, seed=5, methods=["rag"], out=out, llm=llm,
+                  retriever=retriever)
+    (session,) = json.loads((out / "config.json").read_text())["sessions"]
+    here = machine_identity(llm)
+    assert session["machine_id"] == here["machine_id"] and session["machine"]["cpu"] == here["cpu"]
+    assert session["machine"]["host"] and "openmp" in session["machine"]
+    assert {r["machine_id"] for r in read_records(out / RECORDS_FILE)} == {here["machine_id"]}
+    assert "machine " + here["machine_id"] in (out / "results.md").read_text()
+
+
+def test_threads_are_part_of_the_configuration_id(driver: dict, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setattr("reagent_local.bench.rundir.physical_threads", lambda: 2)
+    llm, retriever, config = driver["build"](driver["data"])
+    ids = {}
+    for threads in (None, 1, 2):
+        counted = replace(config, llm=replace(config.llm, n_threads=threads))
+        out = tmp_path / f"run-{threads}"
+        run_benchmark("hotpotqa", driver["data"], config=counted, n=2, seed=5, methods=["rag"], out=out, llm=llm,
+                      retriever=retriever)
+        folder = json.loads((out / "config.json").read_text())
+        assert folder["config"]["llm"]["n_threads"] == (threads or 2)  # unset: resolved to the cores
+        ids[threads] = folder["sessions"][0]["config_id"]
+    assert ids[1] != ids[2] and ids[None] == ids[2]
+    one = replace(config, llm=replace(config.llm, n_threads=1))
+    with pytest.raises(BenchRunError, match="its records come from"):
+        run_benchmark("hotpotqa", driver["data"], config=one, n=2, seed=5, methods=["rag"], out=tmp_path / "run-2",
+                      resume=True, llm=llm, retriever=retriever)
+
+
+def test_a_resume_on_another_machine_is_refused_unless_mixing_is_allowed(driver: dict, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from reagent_local.bench import runner
+
+    llm, retriever, config = driver["build"](driver["data"])
+    out = tmp_path / "run"
+    run = dict(n=6, seed=5, out=out, llm=llm, retriever=retriever)
+    run_benchmark("hotpotqa", driver["data"], config=config, methods=["rag"], **run)
+    real = runner.machine_identity
+    monkeypatch.setattr(runner, "machine_identity", lambda model: {**real(model), "machine_id": "0ther0machine"})
+    with pytest.raises(BenchRunError, match="this run is commit .*, machine 0ther0machine") as info:
+        run_benchmark("hotpotqa", driver["data"], config=config, methods=["rag", "ircot"], resume=True, **run)
+    assert "one machine" in info.value.hint
+    mixed = run_benchmark("hotpotqa", driver["data"], config=config, methods=["rag", "ircot"], resume=True,
+                          allow_mixed=True, **run)
+    assert mixed.new_records == 6 and mixed.summary["origin"]["machines"]["0ther0machine"] == 6
+    assert "machines" in (out / "results.md").read_text() and "**Mixed**" in (out / "results.md").read_text()
+
+
+def test_each_method_begins_each_question_with_an_empty_prompt_cache(driver: dict, tmp_path: Path) -> None:
+    from dataclasses import dataclass, field
+
+    from reagent_local.runtime.prefill import PromptReuse
+    from reagent_local.testing import ScriptedLLM
+
+    @dataclass
+    class CachingLLM(ScriptedLLM):
+        """A model whose cache holds 7 prompt tokens for every call after the first since it was emptied."""
+
+        prompts: PromptReuse = field(default_factory=PromptReuse)
+        log: list[str] = field(default_factory=list)
+
+        def forget_prompts(self) -> None:
+            self.log.append("forget")
+
+        def generate_json(self, messages, schema, **kwargs):  # type: ignore[no-untyped-def]
+            warm = bool(self.log) and self.log[-1] != "forget"
+            self.log.append("call")
+            self.prompts.add(7 if warm else 0, 10)
+            return super().generate_json(messages, schema, **kwargs)
+
+    scripted, retriever, config = driver["build"](driver["data"])
+    llm = CachingLLM(rules=scripted.rules)
+    out = tmp_path / "run"
+    run_benchmark("hotpotqa", driver["data"], config=config, n=3, seed=5, methods=["rag", "ircot"], out=out, llm=llm,
+                  retriever=retriever)
+    records = read_records(out / RECORDS_FILE)
+    assert llm.log.count("forget") == len(records) == 6  # once before every (method, question)
+    for record in records:
+        assert record["cold_start"] is True
+        assert record["cached_prompt_tokens"] == 7 * (record["llm_calls"] - 1)  # only the question's own calls
+    assert "Seconds: cold per method per question" in (out / "results.md").read_text()

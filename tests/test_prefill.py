@@ -69,3 +69,36 @@ def test_a_prompt_gives_the_same_tokens_and_probabilities_whatever_ran_before():
     assert after_another == expected
     assert again == expected
     assert after_a_role == expected
+
+
+@pytest.mark.slow
+def test_an_emptied_prompt_cache_starts_cold_and_answers_as_a_warm_one_and_a_fresh_model_do():
+    # the benchmark empties the cache before each method's question (LlamaModel.forget_prompts): the call
+    # must then evaluate the whole prompt, and give what the same prompt gives warm and in a new model
+    path = pulled_model("smollm2-135m")
+    schema = Decomposition.model_json_schema()
+    question = _decompose("What year was the 2nd wife of the leader of the hussites born?")
+    other = _decompose("Who is the mother of the director of the film Blue Harbour?")
+
+    fresh = LlamaModel(path, n_ctx=2048)
+    expected = fresh.chat_raw(question, json_schema=schema, max_tokens=40)
+    fresh.close()
+
+    model = LlamaModel(path, n_ctx=2048, prompt_cache_mb=64)
+    try:
+        cold = model.chat_raw(question, json_schema=schema, max_tokens=40)
+        between = model.chat_raw(other, json_schema=schema, max_tokens=40)  # shares the instructions: a prefix is reused
+        warm = model.chat_raw(question, json_schema=schema, max_tokens=40)  # in the RAM cache
+        model.forget_prompts()
+        emptied = model.chat_raw(question, json_schema=schema, max_tokens=40)
+    finally:
+        model.close()
+    assert expected.cached_tokens == cold.cached_tokens == emptied.cached_tokens == 0
+    assert warm.cached_tokens and warm.cached_tokens % 64 == 0 and warm.cached_tokens <= warm.prompt_tokens
+    assert model.prompts.calls == model.prompts.counted == 4
+    # every prompt token is either taken from the cache or evaluated
+    calls = (cold, between, warm, emptied)
+    assert model.prompts.cached + model.prompts.evaluated == sum(c.prompt_tokens for c in calls)
+    assert model.prompts.cached == sum(c.cached_tokens or 0 for c in calls)
+    outputs = {(c.raw, c.token_logprobs) for c in (expected, cold, warm, emptied)}
+    assert len(outputs) == 1 and expected.token_logprobs

@@ -272,10 +272,12 @@ def test_a_benchmark_sends_its_model_calls_to_the_server_and_gets_the_local_reco
         (info,) = live_servers(Path(config.paths.home))
         remote = run(RemoteLLM(info, "scripted"), "served")
     assert served_model.raw_calls == sum(r["llm_calls"] for r in remote) > 0
-    drop = ("seconds", "run_id", "machine")
+    drop = ("seconds", "run_id", "machine", "cold_start")
     assert [{k: v for k, v in r.items() if k not in drop} for r in remote] == \
         [{k: v for k, v in r.items() if k not in drop} for r in local]
     assert {r["machine"]["via"] for r in remote} == {"server"} and {r["machine"]["via"] for r in local} == {"local"}
+    # the server's prompt cache is not this process's to empty: its seconds are not said to start cold
+    assert {r["cold_start"] for r in remote} == {False} and {r["cold_start"] for r in local} == {None}
 
 
 def test_a_benchmark_finds_a_compatible_server_or_says_why_not(config, monkeypatch):

@@ -6,10 +6,11 @@ Command line::
         --methods closed-book,rag,ircot,reagent-both [--ids FILE] [--exclude-ids FILE] [--index NAME] \\
         [--model NAME|PATH] [--out DIR] [--resume] [--allow-mixed]
     reagent bench report DIR [--allow-mixed]
-    reagent bench compare RUN_A RUN_B | RUN... --methods A,B [--json]
+    reagent bench compare RUN_A RUN_B | RUN... --methods A,B [--json] [--allow-mixed]
     reagent bench profile RUN [--method M] [--json]
     reagent bench tables RUN... [--allow-mixed]
     reagent bench ablate RUN... --what SPEC [--what SPEC ...] [--method M] [--check N] [--out DIR] [--resume] [--json]
+    reagent bench noise --dataset D --file F [--ids FILE] [--n 20] [--method rag] [--threads 1,2] --out DIR [--write F]
 
 Library: ``run_benchmark(dataset, file, config=..., n=50, seed=13, methods=[...], out=DIR,
 ids=None, exclude_ids=None, index=None)``.
@@ -23,15 +24,17 @@ random.sample(...)``), the same ones for every method; each method sees only the
 question text. EM/F1 are the official HotpotQA ones, best over aliases.
 
 Run folder: ``config.json`` (settings, dataset sha256, model id and sha256, sampled
-ids, each session's commit and configuration), ``records.jsonl`` (one fsynced line per
-finished (method, question), with its commit ``code`` and ``config_id``; a ReAgent record
-also carries the answer its question gets without backtracking),
+ids, each session's commit, configuration and machine identity), ``records.jsonl`` (one
+fsynced line per finished (method, question), with its commit ``code``, ``config_id`` and
+``machine_id``, begun with an empty prompt cache (``cold_start``, ``cached_prompt_tokens``);
+a ReAgent record also carries the answer its question gets without backtracking),
 ``events.duckdb`` (the ReAgent methods' event log), ``summary.json``, ``results.md``,
 ``chart.png``. ``--resume`` skips finished pairs, redoes a torn last line, and refuses a
 folder whose dataset file, ids filters, drawn questions, seed, n, model, prebuilt index or
 retrieval settings differ, or (unless mixing is allowed) whose records come from another
-commit or configuration; methods may be added. A table is one commit and one configuration
-(``provenance.py``); medians and p90 are ``stats.py``'s; ``paired.py`` compares two sides;
+commit, configuration or machine; methods may be added. A table is one commit, one configuration
+and one machine (``provenance.py``; docs/measurement.md); ``noise.py`` measures how many answers
+threads alone change; medians and p90 are ``stats.py``'s; ``paired.py`` compares two sides;
 ``ablate.py`` answers again only where an ablated part acted (``acted.py``) and pairs over all questions.
 
 Adding a method: a class with ``name`` and ``answer(question: str) -> MethodResult``

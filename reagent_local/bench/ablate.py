@@ -9,6 +9,8 @@ marked ``carried_over``, since a deterministic run gives it the identical record
 comparison (baseline minus ablated: what the part adds) covers all baseline questions, per
 baseline folder and pooled. ``check`` also reruns that many carried-over questions per
 baseline (a seeded choice) into ``OUT/<spec>/<name>-check<N>/`` and reports any that differ.
+The reruns must run on the baseline's machine (``provenance.check_one_machine``): carried-over
+answers of one machine beside answers of another would measure the machines, not the part.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .ablate_view import markdown_summary
 from .ablate_baseline import Baseline
 from .methods import Retriever
 from .paired import compare_records
-from .provenance import config_differences
+from .provenance import check_one_machine, config_differences, origins
 from .records import RECORDS_FILE, read_records
 from .rundir import CONFIG_FILE, config_dict, write_json
 from .stats import RESAMPLES, median
@@ -94,6 +96,33 @@ def _check_model(config: Config, baseline: Baseline) -> None:
         raise BenchRunError(f"the baseline was answered by {want.get('id')} (sha256 {want.get('sha256')}), this "
                             f"configuration loads {identity['id']} (sha256 {identity['sha256']})",
                             hint="pull or point llm.model at the baseline's model file")
+
+
+def _machine_here(config: Config, llm: Any) -> str:
+    """The machine id the reruns will be answered on (the model's extra buffers decided without loading it)."""
+    from ..runtime.identity import machine_identity
+    from .runner import load_model
+
+    if llm is not None:
+        return str(machine_identity(llm)["machine_id"])
+    model, _ = load_model(config)
+    try:
+        return str(machine_identity(model)["machine_id"])
+    finally:
+        model.close()
+
+
+def _check_machine(plan: Plan, llm: Any, allow_mixed: bool) -> None:
+    """Refuse reruns on another machine than the baselines' (before any work), unless mixing is allowed: then a label."""
+    reruns = [s.config for s in plan.steps if any(p.affected or p.checked for p in s.parts)]
+    if not reruns:
+        return
+    here = _machine_here(reruns[0], llm)
+    baseline = origins([r for b in plan.baselines for r in b.records])
+    label = check_one_machine({"baseline": baseline, "reruns": {"machines": {here: 1}}}, "this ablation",
+                              allow_mixed=allow_mixed)
+    if label:
+        plan.labels.append(label)
 
 
 def _answer(b: Baseline, ids: list[str], folder: Path, ablation: Ablation, config: Config, *, resume: bool,
@@ -193,6 +222,7 @@ def run_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str 
                           answered_only=answered_only)
     if not resume:
         _refuse_existing(plan.steps)
+    _check_machine(plan, llm, allow_mixed)
     if llm is None:
         needed = [s.config for s in plan.steps if any(p.affected or p.checked for p in s.parts)]
         for ablated in {c.llm: c for c in needed}.values():

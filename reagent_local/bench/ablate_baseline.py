@@ -4,8 +4,9 @@ A run stopped before its last question is a baseline only when asked (``answered
 answered questions are then the baseline's questions, and the ablation says how many were drawn.
 
 The configuration the baseline ran with is rebuilt from its ``config.json`` (this machine's
-paths and threads, which are not part of a configuration), so an ablation changes exactly
-one thing against it; the rebuilt configuration must hash to the baseline's ``config_id``.
+paths, which are not part of a configuration; the baseline's threads, which are), so an ablation
+changes exactly one thing against it; the rebuilt configuration must hash to the baseline's
+``config_id`` (or, for a baseline stamped before threads joined the id, to its legacy id).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from ..config import Config, load_config
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
-from .provenance import check_single, comparable_config, config_id, describe, origins
+from .provenance import check_single, comparable_config, config_id, describe, legacy_config_id, origins
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import config_dict, folder_config_id, read_run_config
 
@@ -107,7 +108,7 @@ def load_baseline(folder: Path, method: str, *, allow_mixed: bool = False, answe
 def _resolved(run: Mapping[str, Any], cid: str, folder: Path) -> dict[str, Any]:
     configs = dict(run.get("configs") or {})
     if run.get("config"):
-        configs.setdefault(config_id(run["config"]), run["config"])
+        configs.setdefault(folder_config_id(run), run["config"])
     if cid not in configs:
         raise BenchRunError(f"{folder}/config.json does not hold configuration {cid} of its records",
                             hint="the folder was edited: restore its config.json")
@@ -142,7 +143,7 @@ def _sections(resolved: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> Config:
     """The configuration a baseline ran with, with ``overrides`` ({"pipeline.two_roads": "false"}) applied.
 
-    Paths and threads are this machine's (``provenance.IGNORED``); a setting the code no longer
+    Paths are this machine's (``provenance.IGNORED``), threads the baseline's; a setting the code no longer
     has, or an override it cannot take, is a BenchRunError naming it.
     """
     flat = {f"{section}.{name}": value for section, values in _sections(resolved).items()
@@ -162,3 +163,9 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
 def rebuilt_id(config: Config) -> str:
     """The configuration id of a rebuilt configuration (to check it against the baseline's)."""
     return config_id(config_dict(config))
+
+
+def same_configuration(config: Config, baseline_id: str) -> bool:
+    """Whether a rebuilt configuration is the baseline's: its id, or its legacy id (stamped without threads)."""
+    resolved = config_dict(config)
+    return baseline_id in (config_id(resolved), legacy_config_id(resolved))

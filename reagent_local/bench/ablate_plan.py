@@ -17,7 +17,7 @@ from ..errors import BenchRunError
 from ..version import code_version
 from .ablate_spec import EACH, Ablation, Spec, parse_spec, resolve_spec, rules_used, signal_overrides
 from .acted import Trace, acted, traces
-from .ablate_baseline import Baseline, load_baselines, rebuild_config, rebuilt_id
+from .ablate_baseline import Baseline, load_baselines, rebuild_config, same_configuration
 from .provenance import config_differences
 from .rundir import config_dict
 
@@ -115,7 +115,7 @@ def plan_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str
     labels = _check_commit(baselines, allow_mixed)
     labels += [stopped for b in baselines if (stopped := b.stopped_early)]
     config = rebuild_config(baselines[0].resolved)
-    if rebuilt_id(config) != baselines[0].config_id:
+    if not same_configuration(config, baselines[0].config_id):
         changes = config_differences(baselines[0].resolved, config_dict(config))
         if not labels:
             raise BenchRunError(f"the baseline's configuration comes out different here ({'; '.join(changes)})",

@@ -27,7 +27,7 @@ EACH = "each"  # rule:each: one ablation per rule the baseline used
 # settings an ablation may not change: where files live, the machine's threads, the model (another model is
 # another baseline), and what the other spec kinds say more exactly (a method name sets pipeline.backtracking)
 REFUSED = {"llm.model": "another model is another baseline: run one with --model",
-           "llm.n_threads": "threads do not change answers", "pipeline.backtracking": "use method:reagent-MODE",
+           "llm.n_threads": "threads are measured by `reagent bench noise`, not ablated", "pipeline.backtracking": "use method:reagent-MODE",
            "pipeline.rules": "use rule:NAME, one rule at a time",
            "pipeline.signals_off": "use signal:NAME, one signal at a time"}
 

@@ -5,17 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from .noise import noise_line, read_noise
 from .paired import compare_records
-from .provenance import config_differences, describe
+from .provenance import UNKNOWN, check_one_machine, config_differences, describe
 from .sides import Side, load_sides
 from .stats import RESAMPLES, SEED
 
 
 def comparison(folders: Sequence[Path], methods: Sequence[str] = (), *, allow_mixed: bool = False,
                resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, Any]:
-    """The whole comparison: both sides (method, folders, origin), how their configurations differ, the statistics."""
+    """The whole comparison: both sides (method, folders, origin), how their configurations differ, the statistics,
+    and the noise floor measured on this package's machine (``noise.py``).
+
+    Sides of different machines are refused unless ``allow_mixed`` (then ``machines_mixed`` says so).
+    """
     a, b = load_sides(folders, methods, allow_mixed=allow_mixed)
-    return {"a": _side(a), "b": _side(b), "config_changes": _changes(a, b),
+    mixed = check_one_machine({"A": a.origin, "B": b.origin}, "this comparison", allow_mixed=allow_mixed)
+    return {"a": _side(a), "b": _side(b), "config_changes": _changes(a, b), "machines_mixed": mixed,
+            "noise_floor": read_noise(),
             **compare_records(a.records, b.records, resamples=resamples, seed=seed)}
 
 
@@ -66,6 +73,8 @@ def markdown(result: dict[str, Any]) -> str:
              f"- B: {b['method']} in {', '.join(b['folders'])}: {describe(b['origin'])}"]
     if result.get("config_changes"):
         lines.append(f"- B's configuration against A's: {'; '.join(result['config_changes'])}")
+    if result.get("machines_mixed"):
+        lines.append(f"- {result['machines_mixed']}")
     for label, who in (("A", "only_a"), ("B", "only_b")):
         if result[who]:
             lines.append(f"- left out, answered only in {label} ({len(result[who])}): {', '.join(result[who])}")
@@ -79,6 +88,10 @@ def markdown(result: dict[str, Any]) -> str:
     if len(result["by_dataset"]) > 1:
         lines += [_row(name, s) for name, s in result["by_dataset"].items()]
     lines += [_row(name, s) for name, s in result["by_type"].items()]
+    machines = [m for side in (a, b) for m in (side["origin"].get("machines") or {}) if m != UNKNOWN]
+    noise = noise_line(result.get("noise_floor"), machines)
+    if noise:
+        lines += ["", noise]
     overall = result["all"]
     lines += ["", *_ids("won by A", overall["won"]), *_ids("lost by A", overall["lost"]),
               *_ids("fixed", overall["fixed"]), *_ids("broken", overall["broken"])]

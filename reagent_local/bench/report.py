@@ -56,6 +56,11 @@ def summarize_method(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "seconds_total": sum(r["seconds"] for r in records),
         # questions whose seconds were measured while other processes used the machine (runtime/contention.py)
         "seconds_shared": sum(1 for r in records if (r.get("machine") or {}).get("shared")),
+        # questions begun with an empty prompt cache (runner.answer_one): their seconds are the method's alone
+        # (None: a model with no prompt cache, so nothing to borrow; a record without the field predates it)
+        "cold_start": sum(1 for r in records if "cold_start" in r and r["cold_start"] is not False),
+        # prompt tokens the question's own calls took from the cache (records that count them)
+        "cached_prompt_tokens_per_question": _avg([r.get("cached_prompt_tokens") for r in records]),
         "errors": sum(1 for r in records if r.get("error")),
         "uncertain": sum(1 for r in records if r.get("uncertain")),
         "backtracks_local": sum((r.get("backtracks") or {}).get("local", 0) for r in records),
@@ -175,6 +180,26 @@ def shared_lines(summary: dict[str, Any]) -> list[str]:
             "others; do not compare them with seconds of a quiet run."]
 
 
+def seconds_note(summary: dict[str, Any]) -> list[str]:
+    """What the seconds measured: each method's question begun cold, or (older records) maybe another method's cache."""
+    methods = {name: s for name, s in summary["methods"].items() if s.get("n")}
+    if not methods:
+        return []
+    cold = sum(s.get("cold_start", 0) for s in methods.values())
+    total = sum(s["n"] for s in methods.values())
+    if cold == total:
+        cached = [f"{name} {s['cached_prompt_tokens_per_question']:,.0f}" for name, s in methods.items()
+                  if s.get("cached_prompt_tokens_per_question") is not None]
+        return ["", "Seconds: cold per method per question. Each method began each question with an empty prompt "
+                "cache, as in a fresh process, so no method's seconds use prompts another method evaluated; within "
+                "the question its own calls reuse their shared prompt prefixes, as in use."
+                + (f" Prompt tokens per question taken from that cache: {', '.join(cached)}." if cached else "")]
+    warm = "all" if cold == 0 else f"{total - cold} of {total}"
+    return ["", f"Seconds: {warm} of these records were written before each method's question began with an empty "
+            "prompt cache: a method's seconds may include prompt states that the methods answered before it on "
+            "the same question left in the cache (later methods look faster than they are)."]
+
+
 def method_lines(summary: dict[str, Any]) -> list[str]:
     """The title, the per-method table and how the run was made."""
     lines = [
@@ -193,6 +218,7 @@ def method_lines(summary: dict[str, Any]) -> list[str]:
     hours = summary["seconds_total"] / 3600
     lines += [
         *shared_lines(summary),
+        *seconds_note(summary),
         "",
         f"Total run time (sum of per-question seconds): {summary['seconds_total']:.0f} s ({hours:.2f} h). "
         f"File: `{summary['file']}`." + (f" Index: `{summary['index']}`." if summary.get("index") else ""),
@@ -365,8 +391,8 @@ def render_chart(summary: dict[str, Any], path: Path) -> None:
 def write_report(folder: Path, *, allow_mixed: bool = False) -> dict[str, Any]:
     """Recompute summary.json, results.md and chart.png of a run folder; returns the summary.
 
-    Records of several commits or configurations are refused unless ``allow_mixed``; then the
-    table says where each method's records came from.
+    Records of several commits, configurations or machines are refused unless ``allow_mixed``; then
+    the table says where each method's records came from.
     """
     folder = Path(folder)
     run_config = read_run_config(folder)

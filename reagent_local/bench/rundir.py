@@ -22,7 +22,8 @@ from ..errors import BenchRunError
 from ..locks import file_lock
 from ..paths import file_sha256, unwritable_reason
 from ..version import code_version
-from .provenance import config_id, describe, origins
+from ..runtime.llm import physical_threads
+from .provenance import UNKNOWN, config_id, describe, legacy_config_id, origins, resolve_threads
 from .records import RECORDS_FILE, read_records
 
 CONFIG_FILE = "config.json"
@@ -77,16 +78,21 @@ def run_config(
     question_ids: Sequence[str],
     selection: dict[str, Any] | None = None,
     prebuilt_index: str | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The content of config.json for a new run.
 
     ``selection`` holds the ``ids`` / ``exclude_ids`` filters (see selection.py);
-    ``prebuilt_index`` is the ``--index`` name when the run answers over a prebuilt index.
+    ``prebuilt_index`` is the ``--index`` name when the run answers over a prebuilt index;
+    ``machine`` is this machine's identity (``runtime/identity.py``), kept once per session.
+    The configuration's ``llm.n_threads`` is resolved (unset: the cores this process may use),
+    so that threads are part of the configuration id.
     """
     selection = selection or {"ids": None, "exclude_ids": None}
-    resolved = config_dict(config)
+    resolved = resolve_threads(config_dict(config), physical_threads())
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    session = {"started": created, "code": code_version(), "config_id": config_id(resolved)}
+    session = {"started": created, "code": code_version(), "config_id": config_id(resolved),
+               "machine_id": (machine or {}).get("machine_id") or UNKNOWN, "machine": machine}
     return {
         "format": FORMAT_VERSION,
         "dataset": dataset,
@@ -145,8 +151,8 @@ def mismatches(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def folder_config_id(run: dict[str, Any]) -> str:
-    """The configuration id of records that predate ``config_id``: the folder's first configuration."""
-    return config_id(run.get("config"))
+    """The configuration id of records that predate ``config_id``: the folder's first configuration, as ids were then."""
+    return legacy_config_id(run.get("config"))
 
 
 def read_run_config(folder: Path) -> dict[str, Any]:
@@ -160,18 +166,19 @@ def read_run_config(folder: Path) -> dict[str, Any]:
         raise BenchRunError(f"{path} is not valid JSON ({exc})", hint="restore it, or start a new run folder") from None
 
 
-def refuse_another_origin(folder: Path, code: str, config: str) -> None:
-    """Refuse to resume a folder whose records come from another commit or configuration than this session's."""
+def refuse_another_origin(folder: Path, code: str, config: str, machine: str = UNKNOWN) -> None:
+    """Refuse to resume a folder whose records come from another commit, configuration or machine than this session's."""
     if not (folder / CONFIG_FILE).exists():
         return
     records = read_records(folder / RECORDS_FILE)
     origin = origins(records, folder_config_id(read_run_config(folder)))
-    if records and (set(origin["commits"]) != {code} or set(origin["configs"]) != {config}):
+    if records and (set(origin["commits"]) != {code} or set(origin["configs"]) != {config}
+                    or set(origin["machines"]) != {machine}):
         raise BenchRunError(
             f"cannot resume {folder}: its records come from {describe(origin)}; this run is commit {code}, "
-            f"configuration {config}",
-            hint="one table is one commit and one configuration: pass --out with a new folder, or --allow-mixed "
-                 "to add to it anyway (its tables then say they mix)")
+            f"configuration {config}, machine {machine}",
+            hint="one table is one commit, one configuration and one machine: pass --out with a new folder, or "
+                 "--allow-mixed to add to it anyway (its tables then say they mix)")
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -2,7 +2,10 @@
 
 Questions are taken in sample order and each goes through every method before the
 next question starts, so an interrupted run has compared all methods on the same
-questions. Each finished (method, question) is appended to ``records.jsonl`` at once;
+questions. Each (method, question) starts with an empty prompt cache (``answer_one``), so
+its seconds are its own, as in a fresh process: a method never reuses the prompt states the
+methods before it left for the same question. Each finished (method, question) is appended to
+``records.jsonl`` at once;
 ``resume=True`` skips the pairs already there. ``ids`` / ``exclude_ids`` filter the
 file's questions before the draw; ``index`` answers over a prebuilt index instead of
 the file's own open-corpus index.
@@ -20,6 +23,7 @@ from ..config import Config
 from ..datasets import Question, load_questions
 from ..errors import IndexNotFoundError, LLMOutputError, ModelNotFoundError
 from ..runtime.contention import CpuMeter, machine_record
+from ..runtime.identity import machine_identity
 from ..runtime.llm import LLM
 from ..paths import file_sha256
 from ..version import code_version
@@ -202,13 +206,23 @@ def _progress(console: Any) -> Any:
 def answer_one(method: Method, question: Question, llm: Any = None) -> dict[str, Any]:
     """The record of one built method answering one question (a model failure is an error record).
 
+    The question starts cold: ``llm``'s prompt cache and reusable prefix are emptied first
+    (``LlamaModel.forget_prompts``), so the seconds never include another method's cached prompts;
+    ``cached_prompt_tokens`` counts the prompt tokens the question's own calls found in the cache.
     The seconds of the second run that finds the answer without backtracking are not the question's.
     The record's ``machine`` says whether they were measured on a shared machine (``runtime/contention.py``;
-    ``llm``: the run's model, whose calls add what they saw of other model processes or clients).
+    ``llm``: the run's model, whose calls add what they saw of other model processes or clients),
+    and ``machine_id`` which machine answered (``runtime/identity.py``).
     """
     sharing = getattr(llm, "sharing", None)
     if sharing is not None:
         sharing.reset()
+    forget = getattr(llm, "forget_prompts", None)
+    if forget is not None:
+        forget()
+    prompts = getattr(llm, "prompts", None)
+    if prompts is not None:
+        prompts.reset()
     meter = CpuMeter()
     mark = meter.mark()
     start = time.perf_counter()
@@ -222,6 +236,14 @@ def answer_one(method: Method, question: Question, llm: Any = None) -> dict[str,
         seconds -= result.without_backtracking.seconds
     record = make_record(method.name, question, result, seconds)
     record["machine"] = machine_record(sharing, others_cpu, seconds)
+    record["machine_id"] = machine_identity(llm)["machine_id"]
+    # prompt tokens taken from the cache by this question's calls (the answer without backtracking's too);
+    # None when the model does not say (a served or scripted model)
+    record["cached_prompt_tokens"] = prompts.cached if prompts is not None and prompts.counted else None
+    # the question began with an empty prompt cache; False: a served model's cache, which this process cannot
+    # empty; None: a model without a prompt cache (a scripted one)
+    served = getattr(sharing, "via", "local") == "server"
+    record["cold_start"] = True if forget is not None else False if served else None
     return record
 
 
@@ -323,17 +345,18 @@ def run_benchmark(
         llm, model = load_model(config, note=note)
     else:
         model = {"id": llm.model_id, "path": None, "sha256": None}
+    machine = machine_identity(llm)
     if out is None:
         out = default_out(config, dataset, model["id"], n, seed, _folder_part(wanted, unwanted, index))
     out = Path(out)
     fresh = run_config(dataset=dataset, file=file, seed=seed, n=n, methods=methods, model=model,
                        config=config, index=index_name, question_ids=[q.id for q in sample],
-                       selection=selection_config(wanted, unwanted), prebuilt_index=prebuilt)
+                       selection=selection_config(wanted, unwanted), prebuilt_index=prebuilt, machine=machine)
     try:
         with run_lock(out):
             session = fresh["sessions"][0]
             if resume and not allow_mixed:
-                refuse_another_origin(out, session["code"], session["config_id"])
+                refuse_another_origin(out, session["code"], session["config_id"], session["machine_id"])
             prepare_folder(out, fresh, resume=resume)
             ctx = MethodContext(config, llm, retriever=retriever, open_retriever=open_retriever,
                                 log_path=out / EVENTS_FILE)

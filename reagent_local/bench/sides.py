@@ -42,7 +42,7 @@ def _folder(folder: Path) -> tuple[list[Record], str, dict[str, dict[str, Any]]]
     check_unique(records, Path(folder) / RECORDS_FILE)
     configs = dict(run.get("configs") or {})
     if run.get("config"):
-        configs.setdefault(config_id(run["config"]), run["config"])
+        configs.setdefault(folder_config_id(run), run["config"])
     return records, folder_config_id(run), configs
 
 

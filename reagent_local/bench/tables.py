@@ -2,8 +2,10 @@
 
 Each row: EM (the best in bold), F1, support precision and recall, calls, tokens and seconds
 per question (mean, then median and p90 as ``stats`` defines them), and the commit the
-records came from. A folder whose records mix commits or configurations is refused unless
-mixing is allowed; then the table says so.
+records came from, and what the seconds measured (``report.seconds_note``). A folder whose
+records mix commits, configurations or machines is refused unless mixing is allowed; then the
+table says so. Tables of several folders are published side by side, so their records must come
+from one machine too (``provenance.check_one_machine``; all-unknown folders count as one).
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .provenance import check_single, mix_line
+from .provenance import check_one_machine, check_single, mix_line
 from .records import RECORDS_FILE, check_unique, read_records
-from .report import SHARED_MARK, shared_lines, summarize
+from .report import SHARED_MARK, seconds_note, shared_lines, summarize
 from .rundir import read_run_config
 
 LABELS = {
@@ -62,7 +64,8 @@ def table(summary: dict[str, Any]) -> str:
             f"| {m['seconds_per_question']:.1f}{_spread(m, 'seconds', 1)}{SHARED_MARK if m.get('seconds_shared') else ''} "
             f"| {_commits(m)} |")
     mixed = mix_line(summary["origin"])
-    return "\n".join(lines + (["", mixed] if mixed else []) + shared_lines(summary) + trust_line(methods))
+    return "\n".join(lines + (["", mixed] if mixed else []) + shared_lines(summary) + seconds_note(summary)
+                     + trust_line(methods))
 
 
 def trust_line(methods: dict[str, Any]) -> list[str]:
@@ -73,16 +76,24 @@ def trust_line(methods: dict[str, Any]) -> list[str]:
     return ["", "Trust score: " + "; ".join(parts) + "."] if parts else []
 
 
-def folder_table(folder: Path, *, allow_mixed: bool = False) -> str:
-    """The table of one run folder, recomputed from its records."""
+def folder_summary(folder: Path, *, allow_mixed: bool = False) -> dict[str, Any]:
+    """One run folder's summary, recomputed from its records; a mix refused unless allowed."""
     folder = Path(folder)
     records = read_records(folder / RECORDS_FILE)
     check_unique(records, folder / RECORDS_FILE)
     summary = summarize(read_run_config(folder), records)
     check_single(summary["origin"], str(folder), allow_mixed=allow_mixed)
-    return table(summary)
+    return summary
+
+
+def folder_table(folder: Path, *, allow_mixed: bool = False) -> str:
+    """The table of one run folder, recomputed from its records."""
+    return table(folder_summary(folder, allow_mixed=allow_mixed))
 
 
 def tables(folders: Sequence[Path], *, allow_mixed: bool = False) -> str:
-    """The tables of several run folders, in order."""
-    return "\n\n".join(folder_table(f, allow_mixed=allow_mixed) for f in folders) + "\n"
+    """The tables of several run folders, in order; folders of different machines refused unless allowed."""
+    summaries = [folder_summary(f, allow_mixed=allow_mixed) for f in folders]
+    mixed = check_one_machine({str(f): s["origin"] for f, s in zip(folders, summaries)}, "these tables",
+                              allow_mixed=allow_mixed) if len(summaries) > 1 else None
+    return "\n\n".join([table(s) for s in summaries] + ([mixed] if mixed else [])) + "\n"

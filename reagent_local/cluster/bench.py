@@ -76,7 +76,7 @@ class BenchWorker:
         """The record of ``method`` answering ``question``."""
         if method not in self.built:
             self.built[method] = build_method(method, self.ctx)
-        return answer_one(self.built[method], question)
+        return answer_one(self.built[method], question, self.ctx.llm)
 
     def close(self) -> None:
         """Close the log, the index and the model."""
@@ -170,4 +170,6 @@ def run_benchmark_ray(dataset: str, file: Path, *, config: Any, address: str | N
         check_methods(list(options["methods"]))  # the cheap refusals before Ray starts
     with ray_session(address, num_cpus=num_cpus) as ray:
         answer_all = ray_answer_all(ray, threads=threads, workers=workers, retries=retries, notes=notes)
+        # the workers' threads are the run's: its configuration id and config.json say so
+        config = replace(config, llm=replace(config.llm, n_threads=threads))
         return run_benchmark(dataset, file, config=config, answer_all=answer_all, **options)

@@ -18,7 +18,8 @@ def bench() -> None:
 
 
 ALLOW_MIXED = click.option("--allow-mixed", is_flag=True,
-                           help="Accept records of several commits or configurations in one table (it is then labelled).")
+                           help="Accept records of several commits, configurations or machines in one table or "
+                                "comparison (it is then labelled).")
 
 
 def _split_methods(values: tuple[str, ...]) -> list[str]:
@@ -152,6 +153,44 @@ def tables_cmd(folders: tuple[Path, ...], allow_mixed: bool) -> None:
     from ..bench.tables import tables
 
     click.echo(tables(list(folders), allow_mixed=allow_mixed), nl=False)
+
+
+@bench.command(name="noise")
+@click.option("--dataset", type=click.Choice(DATASETS), required=True, help="Which benchmark the file belongs to.")
+@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="The dataset file.")
+@click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Keep only these questions (a file of ids, one a line), e.g. a dev split.")
+@click.option("--n", type=int, default=20, show_default=True, help="Questions to draw after the id filter.")
+@click.option("--seed", type=int, default=13, show_default=True, help="Sampling seed.")
+@click.option("--method", default="rag", show_default=True, help="The method that answers (rag: one call a question).")
+@click.option("--threads", default="1,2", show_default=True, metavar="A,B", help="The two llama.cpp thread counts.")
+@click.option("--model", default=None, help="Model name from `reagent models list`, or a .gguf path.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the two runs (threads-A/, threads-B/; resumed when there).")
+@click.option("--write", "write", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the result JSON here (the package ships reagent_local/bench/noise.json).")
+def noise_cmd(dataset: str, file: Path, ids_file: Path | None, n: int, seed: int, method: str, threads: str,
+              model: str | None, out: Path, write: Path | None) -> None:
+    """The noise floor: answer the same questions with two thread counts and count the answers that change.
+
+    `bench compare` prints the shipped measurement beside every difference.
+    """
+    import json
+
+    from rich.console import Console
+
+    from ..bench.noise import measure_noise, noise_line
+
+    try:
+        counts = [int(t) for t in threads.split(",") if t.strip()]
+    except ValueError:
+        raise click.UsageError(f"--threads takes two numbers such as 1,2, not {threads!r}") from None
+    config = config_from(llm__model=model, llm__use_server=False)
+    result = measure_noise(dataset, file, config=config, out=out, method=method, threads=counts, n=n, seed=seed,
+                           ids=ids_file, console=Console(stderr=True), write=write)
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    info(noise_line(result) or "")
 
 
 @bench.command(name="fit-router")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
 from .contention import Sharing
 from .cores import CoreShare
-from .prefill import DEFAULT_BLOCK, aligned_llama_class
+from .prefill import DEFAULT_BLOCK, PromptReuse, aligned_llama_class
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
@@ -44,6 +44,9 @@ class LLMCall:
     # (text, log-probability) of each generated token under the model's own distribution,
     # before the grammar narrowed it; empty when the backend does not report them
     token_logprobs: tuple[tuple[str, float], ...] = ()
+    # prompt tokens taken from a cache instead of evaluated (the context's last prompt or the RAM prompt
+    # cache); None when the backend does not say
+    cached_tokens: int | None = None
 
     def span_probability(self, value: str) -> float | None:
         """How sure the model was of a string it wrote: the geometric mean probability of its tokens.
@@ -64,6 +67,7 @@ class LLMCall:
             "seconds": round(self.seconds, 4),
             "finish_reason": self.finish_reason,
             "schema": self.schema_name,
+            "cached_tokens": self.cached_tokens,
         }
 
 
@@ -209,6 +213,8 @@ class LlamaModel:
     load_verdict: Any = field(default=None, init=False, repr=False)
     # what the calls saw of other model processes on this machine (reset by the benchmark per question)
     sharing: Sharing = field(default_factory=Sharing, init=False, repr=False)
+    # prompt tokens the calls took from cache and evaluated (reset by the benchmark per question)
+    prompts: PromptReuse = field(default_factory=PromptReuse, init=False, repr=False)
     _llama: Any = field(default=None, init=False, repr=False)
     _cores: CoreShare | None = field(default=None, init=False, repr=False)
     _threads: int = field(default=0, init=False, repr=False)
@@ -221,30 +227,47 @@ class LlamaModel:
             self.model_id = self.path.name
 
     # -- loading -----------------------------------------------------------------
-    def load(self) -> Any:
-        """Load the model now (normally done lazily by the first call)."""
-        if self._llama is not None:
-            return self._llama
+    def _gpu_layers(self) -> int:
+        import llama_cpp  # heavy import, deferred (after runtime/openmp.py set the wait policy)
+
+        return self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
+
+    def verdict(self) -> Any:
+        """Which ``extra_buffers`` value loads this model safely here (load_probe.py), without loading it.
+
+        A native crash would kill this process without a trace: the first load of this combination of
+        file, build, CPU and settings is tried in a child process first (remembered afterwards).
+        """
+        if self.load_verdict is not None:
+            return self.load_verdict
         if not self.path.is_file():
             raise ModelIntegrityError(f"model file {self.path} does not exist", hint="run `reagent models pull NAME` or pass --model PATH")
-        from .models import check_before_load, repair_hint
+        from .models import check_before_load
 
         check_before_load(self.path)  # size against the registry, GGUF magic and version: cheap
         from .openmp import prefer_passive_wait
 
         prefer_passive_wait()  # before OpenMP starts: waiting threads sleep instead of spinning (runtime/openmp.py)
-        import llama_cpp  # heavy import, deferred
-
         from .load_probe import safe_extra_buffers
-        from .native_load import construct_llama
         from ..paths import default_home
 
-        gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
-        threads = self.n_threads or physical_threads()
-        # a native crash would kill this process without a trace: the first load of this combination
-        # of file, build, CPU and settings is tried in a child process first (remembered afterwards)
-        self.load_verdict = safe_extra_buffers(self.path, self.extra_buffers, gpu_layers=gpu_layers, threads=threads,
+        self.load_verdict = safe_extra_buffers(self.path, self.extra_buffers, gpu_layers=self._gpu_layers(),
+                                               threads=self.n_threads or physical_threads(),
                                                cache_dir=self.probe_cache or default_home() / ".cache")
+        return self.load_verdict
+
+    def load(self) -> Any:
+        """Load the model now (normally done lazily by the first call)."""
+        if self._llama is not None:
+            return self._llama
+        self.verdict()
+        import llama_cpp  # heavy import, deferred
+
+        from .models import repair_hint
+        from .native_load import construct_llama
+
+        gpu_layers = self._gpu_layers()
+        threads = self.n_threads or physical_threads()
         llama_class = aligned_llama_class(self.prefill_block) if self.prefill_block > 0 else llama_cpp.Llama
         try:
             llama = construct_llama(
@@ -277,6 +300,19 @@ class LlamaModel:
         self._cores.register()
         self._llama, self._threads = llama, threads
         return llama
+
+    def forget_prompts(self) -> None:
+        """Make the next call start cold, as in a fresh process: empty the RAM prompt cache and the context's prefix.
+
+        The benchmark does this before each method's question, so that a method's seconds never use the
+        prompt states another method left (within one method's question the cache works as in use).
+        """
+        with self._lock:
+            if self._llama is None:
+                return
+            if self._llama.cache is not None:
+                self._llama.set_cache(_prompt_cache(self.prompt_cache_mb << 20))
+            self._llama.reset()  # no prefix of the last prompt is matched again; its KV cells are overwritten
 
     def close(self) -> None:
         """Free the model's memory and leave the machine's registry of model processes."""
@@ -334,6 +370,8 @@ class LlamaModel:
                     self._cores.end()
             seconds = time.perf_counter() - start
             self.sharing.add(threads=threads, others=self._others, seconds=seconds)
+            cached, evaluated = getattr(llama, "last_reused", None), getattr(llama, "last_evaluated", None)
+            self.prompts.add(cached, evaluated)
             # the last token is sampled after the last callback: its probability is not known
             pieces = [llama.detokenize([token]).decode("utf-8", errors="replace") for token in recorder.ids]
         choice = response["choices"][0]
@@ -347,6 +385,7 @@ class LlamaModel:
             seconds=seconds,
             finish_reason=choice.get("finish_reason") or "stop",
             token_logprobs=tuple(zip(pieces, recorder.logprobs)),
+            cached_tokens=cached,
         )
 
     def generate_json(

@@ -18,6 +18,7 @@ to ``block - 1`` cached tokens per call.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
 
@@ -37,6 +38,35 @@ def aligned_blocks(start: int, tokens: Sequence[int], block: int) -> Iterator[Se
         yield tokens[offset:offset + block]
 
 
+@dataclass
+class PromptReuse:
+    """Prompt tokens a model's calls took from cache and evaluated, added up since the last ``reset``.
+
+    ``counted`` is the calls whose split is known (an aligned evaluation); the others add nothing.
+    """
+
+    calls: int = 0
+    counted: int = 0
+    cached: int = 0
+    evaluated: int = 0
+
+    def add(self, cached: int | None, evaluated: int | None) -> None:
+        """Count one call (``None``: its split is not known)."""
+        self.calls += 1
+        if cached is not None and evaluated is not None:
+            self.counted += 1
+            self.cached += cached
+            self.evaluated += evaluated
+
+    def reset(self) -> None:
+        """Start counting afresh (the benchmark does, before each question)."""
+        self.calls = self.counted = self.cached = self.evaluated = 0
+
+    def to_dict(self) -> dict[str, int]:
+        """JSON-ready."""
+        return asdict(self)
+
+
 @lru_cache(maxsize=None)
 def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
     """A ``llama_cpp.Llama`` whose prompt evaluation is aligned to ``block`` tokens (see the module docstring)."""
@@ -46,10 +76,14 @@ def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
         # how many leading KV positions were evaluated in aligned, full blocks of a prompt: reusable exactly
         _stable = 0
         _prompt_pending = False
+        # the last prompt's split: tokens kept from the cache (the context's own or a loaded state), tokens evaluated
+        last_reused: int | None = None
+        last_evaluated: int | None = None
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
             # the first eval of a generation is the prompt (or the part of it not matched in the cache)
             self._prompt_pending = True
+            self.last_reused = self.last_evaluated = None
             return (yield from super().generate(tokens, *args, **kwargs))
 
         def eval(self, tokens: Sequence[int]) -> None:
@@ -60,6 +94,7 @@ def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
             keep = reusable_prefix(self.n_tokens, self._stable, block)
             tokens = [*self.input_ids[keep:self.n_tokens].tolist(), *tokens]
             self.n_tokens = keep
+            self.last_reused, self.last_evaluated = keep, len(tokens)
             for piece in aligned_blocks(keep, tokens, block):
                 super().eval(piece)
             self._stable = self.n_tokens // block * block
