@@ -284,6 +284,10 @@ def test_what_shows_a_part_acted() -> None:
     assert acted(marks(whole_read=True), Trace(frozenset(), frozenset(), frozenset()))
     # a run that stopped on an error shows nothing of what acted before it: answered again
     assert acted(marks(signals=["low-confidence"]), Trace(frozenset(), frozenset(), frozenset(), error=True))
+    # a step accepted with its checks' findings (the silenced check-failed) shows in the log's decisions
+    assert not acted(marks(accepted_findings=True), quiet)
+    assert acted(marks(accepted_findings=True), Trace(frozenset(), frozenset(), frozenset(), frozenset(), False, False,
+                                                      accepted_findings=True))
     assert switched_off("reagent-both", "reagent-local") == (["global"], [])
     assert switched_off("reagent-local", "reagent-both") == ([], ["global"])
     assert switched_off("reagent-both", "reagent-none") == (["local", "global"], [])
@@ -304,10 +308,13 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
 def test_a_signal_is_ablated_where_it_fired(scenario: dict, tmp_path: Path) -> None:
     from reagent_local.config import load_config
 
-    shipped = load_config(env={})  # check-failed and the escalations are silenced by default
-    for silenced in ("check-failed", "broken-bridge"):
-        with pytest.raises(BenchRunError, match="already silenced"):
-            resolve_spec(parse_spec(f"signal:{silenced}"), "reagent-both", shipped)
+    shipped = load_config(env={})  # check-failed and the escalations are silenced by default: the spec switches one on
+    back_on = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", shipped)
+    assert back_on.overrides == {"pipeline.signals_off": "value-conflict,broken-bridge,unfounded-step"}
+    assert back_on.marks == marks(accepted_findings=True)  # the log shows where the silenced check found something
+    escalation = resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", shipped)
+    assert escalation.marks is None  # no trace of where it would act: every question reruns
+    assert escalation.overrides == {"pipeline.signals_off": "check-failed,value-conflict,unfounded-step"}
     escalations_off = load_config({"pipeline.signals_off": ("value-conflict", "broken-bridge", "unfounded-step")},
                                   env={})  # the defaults before the train ablation: check-failed joins them
     spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", escalations_off)
@@ -390,3 +397,15 @@ def test_threads_are_not_an_ablation() -> None:
     with pytest.raises(BenchRunError, match="llm.n_threads cannot be ablated") as info:
         parse_spec("setting:llm.n_threads=1")
     assert "bench noise" in info.value.hint
+
+
+def test_the_log_shows_a_step_accepted_with_findings() -> None:
+    from reagent_local.bench.acted import log_marks
+    from reagent_local.core import events as ev
+
+    clean = ev.Decision(step=0, decision="accept", answer="Paris", confidence=0.9)
+    found = ev.Decision(step=1, decision="accept", answer="1950", confidence=0.4,
+                        reasons=("the answer '1950' does not appear in the cited passages",))
+    retried = ev.Decision(step=1, decision="retry", answer="1951", confidence=0.3, reasons=("unsure",))
+    assert log_marks([clean, retried])["accepted_findings"] is False
+    assert log_marks([clean, found])["accepted_findings"] is True

@@ -3,7 +3,8 @@
 - ``rule:NAME``: the baseline method without a question-shape rule (``reagent-both-no-NAME``);
   ``rule:each``: one such ablation per rule the baseline used;
 - ``setting:SECTION.FIELD=VALUE``: the baseline's configuration with one setting changed;
-- ``signal:NAME``: the baseline with one backtracking signal silenced (``pipeline.signals_off``);
+- ``signal:NAME``: the baseline with one backtracking signal silenced (``pipeline.signals_off``), or, for a
+  signal the baseline silenced, switched back on;
 - ``method:NAME``: another method (``reagent-local`` = global backtracking off, ``reagent-global``
   = local off), with the baseline method's rules.
 
@@ -148,14 +149,29 @@ def _method(spec: Spec, base_method: str) -> Ablation:
 
 def _signal(spec: Spec, base_method: str, config: Config) -> Ablation:
     if spec.name in config.pipeline.signals_off:
-        raise BenchRunError(f"--what {spec.text!r}: the signal is already silenced in the baseline",
-                            hint="ablate a signal the baseline used")
+        return _unsilenced(spec, base_method, config)
     return Ablation(spec, base_method, signal_overrides(config, spec), marks=marks(signals=[spec.name]),
                     why=f"the record's signals name {spec.name} (a signal that never fired changed nothing)")
 
 
+def _unsilenced(spec: Spec, base_method: str, config: Config) -> Ablation:
+    """A signal the baseline silenced, switched back on. A silenced check-failed leaves its trace in the log: a step
+    accepted with what its checks found among the decision's reasons (a doubt that stood shows the same, so those
+    questions rerun too). The silenced escalations leave none that says which question they would have acted on."""
+    overrides = signal_overrides(config, spec)
+    if spec.name == "check-failed":
+        return Ablation(spec, base_method, overrides, marks=marks(accepted_findings=True),
+                        why="the event log shows a step accepted with its checks' findings (the silenced check, or a "
+                            "doubt that stood)")
+    return Ablation(spec, base_method, overrides,
+                    why=f"{spec.name} was silenced in the baseline, and its log does not show where it would act: all rerun")
+
+
 def signal_overrides(config: Config, spec: Spec) -> dict[str, str]:
-    """The setting a ``signal:NAME`` spec changes: the baseline's silenced signals and this one."""
+    """The setting a ``signal:NAME`` spec changes: the baseline's silenced signals with this one added, or (silenced
+    in the baseline) taken out."""
+    if spec.name in config.pipeline.signals_off:
+        return {"pipeline.signals_off": ",".join(s for s in config.pipeline.signals_off if s != spec.name)}
     return {"pipeline.signals_off": ",".join((*config.pipeline.signals_off, spec.name))}
 
 
