@@ -143,7 +143,11 @@ def seen_in(bodies: Iterable[Any]) -> Seen:
             plan = len(body.subquestions)
         elif isinstance(body, (ev.Decision, ev.Override)) and body.answer:
             answers.append(body.answer)
-    return Seen(passages, plan, tuple(answers))
+        elif isinstance(body, ev.Assert) and body.statement.agent == "verifier" \
+                and body.statement.subquestion is not None and " -> " in body.statement.text:
+            # every attempt's answer is held a while as "sub-question -> answer", even one a surer attempt outranks
+            answers.append(body.statement.text.rsplit(" -> ", 1)[1])
+    return Seen(passages, plan, tuple(dict.fromkeys(answers)))
 
 
 def _row(record: Record, category: str, **detail: Any) -> Record:
