@@ -205,7 +205,9 @@ def test_a_folder_without_its_log_gets_what_the_records_tell(people: Path, tmp_p
     for qid in ("1hop__n", "1hop__c", "1hop__h", "2hop__p", "2hop__w"):
         assert rows[qid]["category"] == rp.NEEDS_LOG
     assert rows["1hop__c"]["note"] == "gold not all cited" and rows["2hop__p"]["note"] == "all gold cited"
-    assert "| needs the run's log | 5 | 62% |" in markdown(report)
+    text = markdown(report)
+    assert "| needs the run's log (all gold cited) | 3 | 38% |" in text  # h, p, w
+    assert "| needs the run's log (gold not all cited) | 2 | 25% |" in text  # n, c
 
 
 def test_user_mistakes_are_errors_with_hints(people: Path, tmp_path: Path) -> None:

@@ -263,14 +263,21 @@ def folder_rows(folder: Path, method: str = "reagent-both") -> Record:
             "event_log": seen is not None, "commits": sorted({str(r.get("code")) for r in records}), "rows": rows}
 
 
+def _label(row: Record) -> str:
+    """The row's line in a table: its category, and for one that needs the log, what the record tells."""
+    return f"{NEEDS_LOG} ({row['note']})" if row["category"] == NEEDS_LOG else row["category"]
+
+
 def table(rows: Sequence[Record], questions: int) -> Record:
     """Counts and shares (of the questions where it fired) per category, with how many changed the answer."""
-    counts = Counter(r["category"] for r in rows)
-    changed = Counter(r["category"] for r in rows if r.get("changed"))
+    counts = Counter(_label(r) for r in rows)
+    changed = Counter(_label(r) for r in rows if r.get("changed"))
     wrong = sum(1 for r in rows if r["category"] not in (BROKEN, STAYED_RIGHT, UNKNOWN))
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    labels = sorted(counts, key=lambda label: (order.get(label.split(" (")[0], len(order)), label))
     return {"questions": questions, "fired": len(rows), "wrong_without": wrong,
             "categories": {c: {"count": counts[c], "share": counts[c] / len(rows) if rows else None,
-                               "changed": changed[c]} for c in CATEGORIES if counts[c]}}
+                               "changed": changed[c]} for c in labels}}
 
 
 def repairs(folders: Sequence[Path], method: str = "reagent-both") -> Record:
