@@ -185,6 +185,7 @@ def test_every_category_from_scripted_runs_and_their_logs(people: Path, hotpot: 
     text = markdown(report)
     assert "### Pooled: fired on 9 of 9 questions; wrong without backtracking on 7" in text
     assert "| the plan could not reach the answer | 1 | 11% | 0 |" in text and "### musique" in text
+    assert pooled["none_retrieved"] == 1 and "Of the 1 never retrieved, 1 had no gold paragraph" in text
     assert "| 2hop__w | musique | cited, a step's answer wrong | low-confidence" in text
     out = tmp_path / "repairs.json"
     main(["bench", "repairs", f"{people},{hotpot}", "--json", "--out", str(out)])

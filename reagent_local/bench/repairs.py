@@ -275,7 +275,9 @@ def table(rows: Sequence[Record], questions: int) -> Record:
     wrong = sum(1 for r in rows if r["category"] not in (BROKEN, STAYED_RIGHT, UNKNOWN))
     order = {c: i for i, c in enumerate(CATEGORIES)}
     labels = sorted(counts, key=lambda label: (order.get(label.split(" (")[0], len(order)), label))
-    return {"questions": questions, "fired": len(rows), "wrong_without": wrong,
+    # "never retrieved" counts a question missing one gold paragraph of several; these miss every one
+    nothing = sum(1 for r in rows if r["category"] == NOT_RETRIEVED and str(r.get("gold_retrieved")).startswith("0/"))
+    return {"questions": questions, "fired": len(rows), "wrong_without": wrong, "none_retrieved": nothing,
             "categories": {c: {"count": counts[c], "share": counts[c] / len(rows) if rows else None,
                                "changed": changed[c]} for c in labels}}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .repairs import NEEDS_LOG
+from .repairs import NEEDS_LOG, NOT_RETRIEVED
 
 
 def _pct(value: float | None) -> str:
@@ -24,6 +24,9 @@ def table_lines(title: str, t: dict[str, Any]) -> list[str]:
         return lines + ["Backtracking fired on no question."]
     lines += ["| category | questions | share | answer changed |", "|---|---|---|---|"]
     lines += [f"| {name} | {c['count']} | {_pct(c['share'])} | {c['changed']} |" for name, c in t["categories"].items()]
+    if NOT_RETRIEVED in t["categories"]:
+        lines += ["", f"Of the {t['categories'][NOT_RETRIEVED]['count']} never retrieved, {t['none_retrieved']} had "
+                      "no gold paragraph retrieved at all (the others missed one of several)."]
     return lines
 
 
