@@ -187,6 +187,36 @@ def load_questions(path: Path, dataset: str | None = None, *, answerable_only: b
     return list(_iter_questions(records, dataset or detected, path, answerable_only))
 
 
+@dataclass(frozen=True)
+class Hop:
+    """One gold step of a question: what it asks and its answers (MuSiQue's last hop answers the question)."""
+
+    question: str
+    answers: tuple[str, ...]
+
+
+def gold_hops(path: Path, dataset: str | None = None) -> dict[str, tuple[Hop, ...]]:
+    """Each question's gold steps, by id, where the file gives them.
+
+    MuSiQue: ``question_decomposition`` (each hop's question and answer, in order); 2Wiki:
+    ``evidences``, one hop per (subject, relation, object) triple, answered by the object.
+    HotpotQA gives none: ``{}``.
+    """
+    path = Path(path)
+    records = _read_records(path)
+    dataset = dataset or detect_records(records)
+    out: dict[str, tuple[Hop, ...]] = {}
+    for record in records:
+        if dataset == "musique":
+            hops = [Hop(str(h.get("question", "")), (str(h.get("answer", "")),))
+                    for h in record.get("question_decomposition") or []]
+            out[str(record.get("id"))] = tuple(hops)
+        elif dataset == "2wiki":
+            hops = [Hop(f"{t[0]} >> {t[1]}", (str(t[2]),)) for t in record.get("evidences") or [] if len(t) == 3]
+            out[str(record.get("_id"))] = tuple(hops)
+    return out
+
+
 def open_corpus(questions: Iterable[Question]) -> list[Paragraph]:
     """The open-corpus knowledge base: all paragraphs, deduplicated by (title, text), in first-seen order."""
     seen: dict[Paragraph, None] = {}

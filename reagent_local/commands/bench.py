@@ -145,6 +145,35 @@ def profile_cmd(folder: Path, methods: tuple[str, ...], as_json: bool) -> None:
     click.echo(json.dumps(profile, indent=2, ensure_ascii=False) if as_json else markdown(profile), nl=as_json)
 
 
+@bench.command(name="repairs")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--method", default="reagent-both", show_default=True, help="The method whose backtracking to sort.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the report (Markdown, or JSON with --json) to this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def repairs_cmd(folders: tuple[Path, ...], method: str, out: Path | None, as_json: bool) -> None:
+    """Why repairs fail: each question where backtracking fired, sorted into one category.
+
+    Repaired, broken, right before and after, or the first failure along its chain: gold
+    evidence never retrieved, retrieved but not cited, reached but not chosen, the plan too
+    short, a step's answer wrong (docs/repairs.md defines each). FOLDERS are `bench run`
+    folders (repeated, or joined by commas); the retrieval and step checks need the folder's
+    events.duckdb, the dataset file its config.json names gives the gold support and steps.
+    """
+    import json
+
+    from ..bench.repairs import repairs
+    from ..bench.repairs_view import markdown
+    from ..bench.sides import split_folders
+
+    report = repairs([part for value in folders for part in split_folders(value)], method)
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else markdown(report)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    click.echo(text, nl=False)
+
+
 @bench.command(name="tables")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @ALLOW_MIXED
