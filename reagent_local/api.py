@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .reasoning.answer import Answer
 from .config import Config, load_config
@@ -39,14 +39,18 @@ class ReAgent:
             self._remote = RemoteAsker(self.route.server, self._config, on_event)
 
     @classmethod
-    def load(cls, index: str | None = None, model: str | None = None, *, backtracking: str | None = None,
+    def load(cls, index: str | Sequence[str] | None = None, model: str | None = None, *, backtracking: str | None = None,
              config: Config | None = None, llm: LLM | None = None, log_path: str | Path | None = None,
              use_server: bool | None = None, on_event: Callable[[str, Any], None] | None = None) -> "ReAgent":
         """Open everything lazily (the model loads on the first question), or find a server to ask.
 
+        ``index`` may name several indexes (``["notes", "enwiki-sample"]`` or ``"notes,enwiki-sample"``): each is
+        searched and the rankings fused, and each cited passage's id starts with its index's name (``PassageRef.index``).
         ``use_server`` False never sends questions to a `reagent serve` (default: ``llm.use_server``);
         ``on_event(kind, data)`` sees a served question's ``queued``, ``run`` and log ``event`` updates.
         """
+        if index is not None and not isinstance(index, str):
+            index = ",".join(str(name) for name in index)
         config = config or load_config({"retrieval.index": index, "llm.model": model,
                                         "pipeline.backtracking": backtracking})
         if index is not None and config.retrieval.index != index:

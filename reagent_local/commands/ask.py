@@ -10,7 +10,8 @@ from .common import echo_json, info
 
 @click.command(name="ask")
 @click.argument("question")
-@click.option("--index", help="Index name or path (default: config retrieval.index, enwiki-sample).")
+@click.option("--index", help="Index name or path, or several separated by commas (a,b: searched together, rankings "
+                               "fused; default: config retrieval.index, enwiki-sample).")
 @click.option("--model", help="Registry model name or path to a .gguf file.")
 @click.option("--backtracking", type=click.Choice(list(BACKTRACKING)), help="Ablation switch.")
 @click.option("--rules", default=None, metavar="SPEC",
@@ -41,7 +42,8 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         echo_json(answer.to_dict())
         return
     for number, sub in enumerate(answer.subquestions, 1):
-        titles = ", ".join(dict.fromkeys(p.title for p in sub.passages)) or "no passage"
+        titles = ", ".join(dict.fromkeys(f"{p.index}: {p.title}" if p.index else p.title
+                                         for p in sub.passages)) or "no passage"
         flag = " (unverified)" if sub.uncertain else ""
         click.echo(f"  {number}. {sub.question}\n     -> {sub.answer}{flag}   [{titles}]")
     mark = click.style(" (uncertain: " + answer.uncertain_reason + ")", fg="yellow") if answer.uncertain else ""

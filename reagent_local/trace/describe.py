@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from ..core import events as ev
 from ..core.log import Checkpoint
+from ..retrieval.passages import source_index
 from .model import Entry, Item
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -36,13 +37,16 @@ def _step(step: int | None) -> str:
 
 
 def _passage_name(passage: Mapping[str, Any]) -> str:
-    """A passage in a one-line summary: its title, or for a passage of a folder its file and page or lines."""
+    """A passage in a one-line summary: its title, or for a passage of a folder its file and page or lines;
+    its index in front when several were searched."""
+    index = source_index(str(passage.get("id", "")))
+    head = f"{index}: " if index else ""
     origin = passage.get("origin")
     if isinstance(origin, Mapping) and origin.get("path"):
         place = f"p. {origin['page']}" if origin.get("page") is not None else (
             f"l. {origin['lines'][0]}-{origin['lines'][1]}" if origin.get("lines") else "")
-        return clean(f"{origin['path']} {place}".strip(), 60)
-    return clean(passage.get("title", ""), 40)
+        return clean(head + f"{origin['path']} {place}".strip(), 60)
+    return clean(head + passage.get("title", ""), 40)
 
 
 def _message(m: ev.Message) -> str:

@@ -248,6 +248,8 @@
     var head = add(box, el("div", "ptitle", p ? p.title : pid));
     add(head, el("span", "small", "  " + pid + (score !== null && score !== undefined ? "  score " + fmt(score, 3) : "") +
       (p && p.suspicious ? "  flagged: reads like an instruction" : "")));
+    var from = pid.indexOf("|") > 0 ? pid.slice(0, pid.indexOf("|")) : "";  // several indexes: "name|id"
+    if (from) add(box, el("div", "porigin", "index " + from));
     if (p && p.origin && p.origin.label) add(box, el("div", "porigin", p.origin.label));
     add(box, el("p", "ptext", p ? p.text : "(the text of this passage is not in the log)"));
     return box;

@@ -107,7 +107,7 @@
     clear(list);
     data.passages.forEach(function (p) {
       var li = list.appendChild(el("li"));
-      li.appendChild(el("div", "passage-title", p.title));
+      li.appendChild(el("div", "passage-title", (p.index ? "[" + p.index + "] " : "") + p.title));
       if (p.origin && p.origin.label) li.appendChild(el("div", "passage-origin", p.origin.label));
       li.appendChild(el("p", "passage-text", p.text));
     });
