@@ -23,7 +23,8 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from .commands import ask, bench, bench_kg, bench_retrieval, data, doctor, index, models, rules, search, serve, trace
+    from .commands import (ask, bench, bench_kg, bench_retrieval, data, doctor, index, mcp, models, rules, search, serve,
+                           trace)
 
     cli.add_command(models.models)
     cli.add_command(data.data)
@@ -36,6 +37,7 @@ def _register() -> None:
     bench.bench.add_command(bench_kg.kg)
     cli.add_command(trace.trace)
     cli.add_command(serve.serve)
+    cli.add_command(mcp.mcp)
     cli.add_command(doctor.doctor)
 
 
