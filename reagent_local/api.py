@@ -13,6 +13,7 @@ from .runtime.llm import LLM
 from .reasoning.pipeline import Pipeline
 from .reasoning.wiring import build_pipeline
 from .share.route import Route, choose_route
+from .conversation import Turn, ask_in_conversation
 
 
 class ReAgent:
@@ -79,15 +80,21 @@ class ReAgent:
         """Whether the next question goes to a server."""
         return self._remote is not None
 
-    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None) -> Answer:
-        """Answer one question; ``should_stop`` (a reason or None, checked between steps) cancels the run."""
+    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None,
+            history: Sequence[Turn] = (), conversation: str = "") -> Answer:
+        """Answer one question; ``should_stop`` (a reason or None, checked between steps) cancels the run.
+
+        ``history``: the conversation's earlier turns (``reagent_local.conversation.turn_of(answer)``); a
+        follow-up is then rewritten to stand alone before the agents read it (``answer.extra["rewrite"]``).
+        ``conversation`` names the conversation in the log (its runs' ``rewrite`` events).
+        """
         if self._remote is None and self._pipeline is None:
             self._reroute()
         if self._remote is not None:
             from .share.client import ServerFailed, ServerUnavailable
 
             try:
-                return self._remote.ask(question, should_stop=should_stop)
+                return self._remote.ask(question, should_stop=should_stop, history=history, conversation=conversation)
             except ServerUnavailable as exc:  # nothing started there: answer here instead
                 self.route = Route(reason=f"{self._remote.server.describe()} could not take it ({exc.message})")
                 self._remote = None
@@ -96,7 +103,7 @@ class ReAgent:
             except ServerFailed:
                 self._remote = None  # the next question looks for a server again
                 raise
-        return self.pipeline.ask(question, should_stop=should_stop)
+        return ask_in_conversation(self.pipeline, question, history, conversation=conversation, should_stop=should_stop)
 
     def _reroute(self) -> None:
         """After a server went away: a new compatible server, or this process's own pipeline."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..config import BACKTRACKING
@@ -41,6 +43,14 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
     if as_json:
         echo_json(answer.to_dict())
         return
+    print_answer(answer)
+
+
+def print_answer(answer: Any) -> None:
+    """An answer as `reagent ask` prints it: the steps, the answer, the sources, the account line."""
+    rewrite = answer.extra.get("rewrite") or {}
+    if rewrite.get("changed"):
+        click.echo(click.style("Read as: ", fg="blue") + rewrite["standalone"])
     for number, sub in enumerate(answer.subquestions, 1):
         titles = ", ".join(dict.fromkeys(f"{p.index}: {p.title}" if p.index else p.title
                                          for p in sub.passages)) or "no passage"

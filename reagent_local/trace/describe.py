@@ -162,6 +162,13 @@ def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None
             return _signal(body)
         case ev.Route():
             return _route(body)
+        case ev.Rewrite():
+            where = f"conversation {clean(body.conversation)}, turn {body.turn}" if body.conversation else f"turn {body.turn}"
+            if body.error:
+                return f"rewrite ({where}): kept {quoted(body.question)} as asked: {clean(body.error, 100)}"
+            if body.standalone.strip() == body.question.strip():
+                return f"rewrite ({where}): {quoted(body.question)} stands alone"
+            return f"rewrite ({where}): {quoted(body.question)} → {quoted(body.standalone, 160)}"
         case ev.Answer():
             line = f"answer {quoted(body.answer)}"
             line += f" (uncertain: {clean(body.reason) or 'yes'})" if body.uncertain else ""

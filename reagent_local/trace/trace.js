@@ -32,7 +32,7 @@
   function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
   var TITLES = { rollback_local: "Local rollback", rollback_global: "Global rollback", conflict_set: "Minimal conflict set",
     assert: "Statement enters a state", retract: "Statement retracted", judgement: "Judge result", escalate: "Escalation",
-    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", route: "Learned router", answer: "Final answer" };
+    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", route: "Learned router", rewrite: "Follow-up rewritten", answer: "Final answer" };
   var DECISION_COLORS = { accept: "#2b8a3e", retry: "#e8890c", give_up: "#d1242f" };
   var DECISION_GLYPHS = { accept: "\u2713", retry: "\u21bb", give_up: "\u2717" };
   function fmt(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
@@ -461,6 +461,9 @@
         add(box, el("h3", null, "Each feature's share of the log-odds"));
         pairs(box, shares.map(function (k) { return [k, fmt(p.contributions[k], 3) + "  (value " + fmt((p.features || {})[k], 3) + ")"]; }));
       }
+    } else if (it.type === "rewrite") {
+      pairs(box, [["asked", p.question], ["read as", p.standalone], ["conversation", p.conversation], ["turn", p.turn],
+        ["earlier questions", (p.earlier || []).join(" | ")], ["error", p.error]]);
     } else if (it.type === "rule_fired") {
       pairs(box, [["rule", p.rule], ["stage", p.stage], ["step", p.step === null || p.step === undefined ? "" : p.step + 1],
         ["detail", p.detail]]);
