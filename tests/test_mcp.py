@@ -145,3 +145,24 @@ def test_search_refuses_an_unknown_mode_over_mcp_too(home: Path) -> None:
     config = load_config({"paths.home": str(home), "retrieval.embedder": "hash-64"}, env={})
     tools = ReagentTools(replace(config, retrieval=replace(config.retrieval, index="films")))
     assert tools.search("Blue Harbour", k=1)[0]["title"] == "Blue Harbour"
+
+
+def test_the_ask_tool_goes_to_a_running_server_of_the_home_and_loads_no_model(tmp_path: Path, monkeypatch) -> None:
+    from serve_support import OLYMPICS, RunningServer, home_config, scripted_service
+
+    from reagent_local.share.presence import Announcement
+
+    config = home_config(tmp_path)
+    service = scripted_service(Path(config.paths.log), config=config)
+    announcement = Announcement(Path(config.paths.home))
+    monkeypatch.setattr("reagent_local.api.build_pipeline", lambda *a, **kw: pytest.fail("a model was loaded"))
+    with RunningServer(service) as server:
+        announcement.hold()
+        announcement.publish(server.url, model="scripted-olympics", index="olympics",
+                             identity=service.settings.identity)
+        try:
+            payload = ReagentTools(config).ask(OLYMPICS)
+        finally:
+            announcement.withdraw()
+    assert payload["answer"] == "508,000" and "served_by" in payload and server.url in payload["served_by"]
+    assert payload["citations"] and payload["run_id"]
