@@ -94,4 +94,5 @@ def test_the_summary_counts_where_the_follow_up_loses() -> None:
 
     s = summarize([rec(1.0, 0.0), rec(0.0, 1.0), rec(1.0, 1.0), rec(0.0, 0.0)])
     assert s["one_turn_right_follow_up_wrong"] == 1 and s["follow_up_right_one_turn_wrong"] == 1
+    assert s["one_turn_right"] == 2 and s["follow_up_also_right"] == 1
     assert s["as_well_em"] == 0.75 and s["rewrite_names_bridge"] == 0.0 and s["rewrite_names_turn1_answer"] == 1.0

@@ -227,6 +227,8 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "turn1": {"em": mean([r["turn1"]["em"] for r in records]), "f1": mean([r["turn1"]["f1"] for r in records])},
         "as_well_f1": mean([1.0 if f["f1"] >= o["f1"] else 0.0 for f, o in zip(follow, one)]),
         "as_well_em": mean([1.0 if f["em"] >= o["em"] else 0.0 for f, o in zip(follow, one)]),
+        "one_turn_right": sum(1 for o in one if o["em"]),
+        "follow_up_also_right": sum(1 for f, o in zip(follow, one) if o["em"] and f["em"]),
         "one_turn_right_follow_up_wrong": sum(1 for f, o in zip(follow, one) if o["em"] and not f["em"]),
         "follow_up_right_one_turn_wrong": sum(1 for f, o in zip(follow, one) if f["em"] and not o["em"]),
         "rewrite_names_bridge": mean([1.0 if f["names_bridge"] else 0.0 for f in follow]),
@@ -251,7 +253,8 @@ def write_report(folder: Path, records: Sequence[dict[str, Any]]) -> dict[str, A
                   f"| follow-up (turn 2, rewritten) | {s['follow_up']['em']:.3f} | {s['follow_up']['f1']:.3f} |", "",
                   f"- the follow-up scores as well as the one-turn question: {s['as_well_f1']:.0%} of questions by F1, "
                   f"{s['as_well_em']:.0%} by EM",
-                  f"- one turn right (EM) and the follow-up wrong: {s['one_turn_right_follow_up_wrong']}; the reverse: "
+                  f"- of the {s['one_turn_right']} questions answered right in one turn (EM), the follow-up is right "
+                  f"too on {s['follow_up_also_right']}; the follow-up is right where one turn is wrong on "
                   f"{s['follow_up_right_one_turn_wrong']}",
                   f"- the rewrite names the first hop's gold answer: {s['rewrite_names_bridge']:.0%}; names turn 1's "
                   f"own answer: {s['rewrite_names_turn1_answer']:.0%}",

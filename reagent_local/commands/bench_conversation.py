@@ -19,15 +19,16 @@ from .common import config_from, info
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run folder (default: <home>/bench-runs/conversation-musique-n<N>).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping finished questions.")
+@click.option("--report-only", is_flag=True, help="Write report.md from the records in --out so far, and answer nothing.")
 def conversation(file: Path, ids_file: Path | None, n: int | None, model: str | None, out: Path | None,
-                 resume: bool) -> None:
+                 resume: bool, report_only: bool) -> None:
     """Answer each question whole, then as two turns (the follow-up rewritten first); write report.md.
 
     Turn 1 is the first decomposition step; turn 2 the second, pointing back ("And who is their
     father?") instead of naming the first answer (reagent_local/bench/conversation.py says how).
     The answers come from the file's open-corpus index, as `reagent bench run --dataset musique`.
     """
-    from ..bench.conversation import REPORT, build_two_turns, run_conversation_bench
+    from ..bench.conversation import REPORT, build_two_turns, read_records, run_conversation_bench, write_report
     from ..bench.runner import benchmark_index
     from ..bench.selection import read_ids_file
     from ..core.log import EventLog
@@ -37,6 +38,11 @@ def conversation(file: Path, ids_file: Path | None, n: int | None, model: str | 
     ids = read_ids_file(ids_file).ids if ids_file else None
     items = build_two_turns(file, ids, n)
     folder = out or Path(config.paths.home) / "bench-runs" / f"conversation-musique-n{n or len(items)}"
+    if report_only:
+        summary = write_report(folder, read_records(folder))
+        click.echo((folder / REPORT).read_text(encoding="utf-8").split("\n\n| id |")[0])
+        info(f"report: {folder / REPORT} ({summary['questions']} of {len(items)} questions)")
+        return
     folder.mkdir(parents=True, exist_ok=True)
     info(f"{len(items)} questions, three runs each (whole, turn 1, follow-up) -> {folder}")
     index = benchmark_index("musique", file, config)()
