@@ -5,9 +5,10 @@ Built mechanically from MuSiQue's ``question_decomposition`` (2-hop questions on
 - turn 1 is the first step. A natural-language step is asked as it is; a ``"Subject >> relation"``
   step becomes a question from a template (``"Who is the spouse of Anna Benson?"``, ``RELATIONS``);
 - turn 2 is the second step as a follow-up that points back instead of naming the bridge: ``"#1"``
-  becomes ``"it"`` (``"#1's"``: ``"its"``) in a natural step, whatever the grammar makes of it, and a ``"#1 >> relation"`` step becomes
-  ``"And what is its capital?"`` (``"their"`` for relations of a person: ``"And who is their
-  father?"``). The follow-up starts with ``"And"``; it never names the first answer.
+  becomes ``"it"`` (``"#1's"``: ``"its"``) in a natural step, whatever the grammar makes of it,
+  and a ``"#1 >> relation"`` step becomes ``"And what is its capital?"`` (``"their"`` for
+  relations of a person: ``"And who is their father?"``). The follow-up starts with ``"And"``; it
+  never names the first answer.
 
 Each question is answered three ways with the same pipeline: the original question in one run
 (``one_turn``), and the two turns as a conversation (``turn1``, then ``follow_up``, rewritten from
@@ -246,7 +247,8 @@ def write_report(folder: Path, records: Sequence[dict[str, Any]]) -> dict[str, A
         lines.append("No question finished yet.")
     else:
         s = summary
-        lines += [f"{s['questions']} MuSiQue 2-hop questions; the follow-up was rewritten from turn 1 before the agents read it.", "",
+        lines += [f"{s['questions']} MuSiQue 2-hop questions; the follow-up was rewritten from turn 1 before the "
+                  "agents read it.", "",
                   "| asked as | EM | F1 |", "| --- | ---: | ---: |",
                   f"| one turn (the original question) | {s['one_turn']['em']:.3f} | {s['one_turn']['f1']:.3f} |",
                   f"| turn 1 (the first hop; against its own gold answer) | {s['turn1']['em']:.3f} | {s['turn1']['f1']:.3f} |",

@@ -41,7 +41,7 @@ def role_models(config: Config) -> dict[str, LlamaModel]:
 
 
 def open_index(name: str, config: Config) -> Any:
-    """Open an index by name or path (several, ``"a,b"``: a MultiIndex), with a hint that says how to build the default one."""
+    """Open an index by name or path (several, ``"a,b"``: a MultiIndex); a missing default one says how to build it."""
     from ..retrieval import open_search_index
 
     try:

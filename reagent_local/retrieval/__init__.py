@@ -16,4 +16,5 @@ from .multi import MultiIndex, open_search_index
 from .passages import Passage
 from .update import update_index
 
-__all__ = ["Hit", "Index", "MultiIndex", "Passage", "benchmark_index_name", "build_index", "list_indexes", "open_search_index", "update_index"]
+__all__ = ["Hit", "Index", "MultiIndex", "Passage", "benchmark_index_name", "build_index", "list_indexes",
+           "open_search_index", "update_index"]
