@@ -65,7 +65,8 @@ def ask_in_conversation(pipeline: Any, question: str, turns: Sequence[Turn] = ()
 
 
 def with_rewrite(answer: Answer, made: Rewrite, conversation: str, turn: int) -> Answer:
-    """The answer with its rewrite said in ``extra`` (and the rewrite's call counted in its account)."""
+    """The answer with its rewrite said in ``extra`` (and the rewrite's call counted in its account: calls, tokens,
+    and its seconds, spent before the run started)."""
     call = made.call
     info = {"question": made.question, "standalone": made.standalone, "changed": made.changed,
             "conversation": conversation, "turn": turn, **({"error": made.error} if made.error else {})}
@@ -74,7 +75,7 @@ def with_rewrite(answer: Answer, made: Rewrite, conversation: str, turn: int) ->
     return replace(answer, extra={**answer.extra, "rewrite": info}, llm_calls=answer.llm_calls + 1,
                    prompt_tokens=answer.prompt_tokens + call.prompt_tokens,
                    completion_tokens=answer.completion_tokens + call.completion_tokens,
-                   llm_seconds=answer.llm_seconds + call.seconds)
+                   llm_seconds=answer.llm_seconds + call.seconds, seconds=answer.seconds + call.seconds)
 
 
 def conversation_turns(log: EventLog, conversation: str, *, last_runs: int = 500) -> list[tuple[str, Turn]]:
