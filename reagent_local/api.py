@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .reasoning.answer import Answer
 from .config import Config, load_config
@@ -13,6 +13,7 @@ from .runtime.llm import LLM
 from .reasoning.pipeline import Pipeline
 from .reasoning.wiring import build_pipeline
 from .share.route import Route, choose_route
+from .reasoning.conversation import Turn, ask_in_conversation
 
 
 class ReAgent:
@@ -39,14 +40,18 @@ class ReAgent:
             self._remote = RemoteAsker(self.route.server, self._config, on_event)
 
     @classmethod
-    def load(cls, index: str | None = None, model: str | None = None, *, backtracking: str | None = None,
+    def load(cls, index: str | Sequence[str] | None = None, model: str | None = None, *, backtracking: str | None = None,
              config: Config | None = None, llm: LLM | None = None, log_path: str | Path | None = None,
              use_server: bool | None = None, on_event: Callable[[str, Any], None] | None = None) -> "ReAgent":
         """Open everything lazily (the model loads on the first question), or find a server to ask.
 
+        ``index`` may name several indexes (``["notes", "enwiki-sample"]`` or ``"notes,enwiki-sample"``): each is
+        searched and the rankings fused, and each cited passage's id starts with its index's name (``PassageRef.index``).
         ``use_server`` False never sends questions to a `reagent serve` (default: ``llm.use_server``);
         ``on_event(kind, data)`` sees a served question's ``queued``, ``run`` and log ``event`` updates.
         """
+        if index is not None and not isinstance(index, str):
+            index = ",".join(str(name) for name in index)
         config = config or load_config({"retrieval.index": index, "llm.model": model,
                                         "pipeline.backtracking": backtracking})
         if index is not None and config.retrieval.index != index:
@@ -75,15 +80,21 @@ class ReAgent:
         """Whether the next question goes to a server."""
         return self._remote is not None
 
-    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None) -> Answer:
-        """Answer one question; ``should_stop`` (a reason or None, checked between steps) cancels the run."""
+    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None,
+            history: Sequence[Turn] = (), conversation: str = "") -> Answer:
+        """Answer one question; ``should_stop`` (a reason or None, checked between steps) cancels the run.
+
+        ``history``: the conversation's earlier turns (``reagent_local.reasoning.conversation.turn_of(answer)``); a
+        follow-up is then rewritten to stand alone before the agents read it (``answer.extra["rewrite"]``).
+        ``conversation`` names the conversation in the log (its runs' ``rewrite`` events).
+        """
         if self._remote is None and self._pipeline is None:
             self._reroute()
         if self._remote is not None:
             from .share.client import ServerFailed, ServerUnavailable
 
             try:
-                return self._remote.ask(question, should_stop=should_stop)
+                return self._remote.ask(question, should_stop=should_stop, history=history, conversation=conversation)
             except ServerUnavailable as exc:  # nothing started there: answer here instead
                 self.route = Route(reason=f"{self._remote.server.describe()} could not take it ({exc.message})")
                 self._remote = None
@@ -92,7 +103,7 @@ class ReAgent:
             except ServerFailed:
                 self._remote = None  # the next question looks for a server again
                 raise
-        return self.pipeline.ask(question, should_stop=should_stop)
+        return ask_in_conversation(self.pipeline, question, history, conversation=conversation, should_stop=should_stop)
 
     def _reroute(self) -> None:
         """After a server went away: a new compatible server, or this process's own pipeline."""

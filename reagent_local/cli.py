@@ -23,19 +23,23 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from .commands import ask, bench, bench_kg, bench_retrieval, data, doctor, index, models, rules, search, serve, trace
+    from .commands import (ask, bench, bench_conversation, bench_kg, bench_retrieval, chat, data, doctor, index, mcp,
+                           models, rules, search, serve, trace)
 
     cli.add_command(models.models)
     cli.add_command(data.data)
     cli.add_command(index.index)
     cli.add_command(search.search)
     cli.add_command(ask.ask)
+    cli.add_command(chat.chat)
     cli.add_command(rules.rules)
     cli.add_command(bench.bench)
     bench.bench.add_command(bench_retrieval.retrieval)
     bench.bench.add_command(bench_kg.kg)
+    bench.bench.add_command(bench_conversation.conversation)
     cli.add_command(trace.trace)
     cli.add_command(serve.serve)
+    cli.add_command(mcp.mcp)
     cli.add_command(doctor.doctor)
 
 

@@ -54,6 +54,8 @@ RECORDED: list[tuple[str, ev.EventBody]] = [
     ("supervisor", ev.Signal(signal="two-roads", fired=True, step=None, detail="chain 'X' vs whole question 'Y'",
                              values={"chain": "X", "whole": "Y", "scores": [0.5, 0.25]})),
     ("supervisor", ev.Signal(signal="same-answer-twice", fired=False)),
+    ("decomposer", ev.Rewrite(question="and its capital?", standalone="What is the capital of California?",
+                              conversation="c-0123456789", turn=2, earlier=["Where were the 1984 Olympics?"])),
     ("supervisor", ev.Route(stage="stop", probability=0.42, threshold=0.9, taken=False,
                             reason="learned stop: P = 0.42 < 0.90, the chain runs",
                             features={"first_confidence": 0.61, "question_yes_no": 0.0},

@@ -126,7 +126,8 @@ def test_judge_calls_go_to_judgements_and_other_calls_skip_them():
 
 
 @pytest.mark.parametrize("output, purpose", [('{"subquestions": ["a"]}', "decompose"), ('{"answer": "x"}', "assemble"),
-                                             ('{"answer": "x", "passages": []}', "answer"), ("@@", "call")])
+                                             ('{"answer": "x", "passages": []}', "answer"), ("@@", "call"),
+                                             ('{"question": "Where was Mara Lind born?"}', "rewrite")])
 def test_call_purpose_from_the_output_schema(output, purpose):
     assert call_purpose(output) == purpose
 

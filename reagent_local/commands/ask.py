@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..config import BACKTRACKING
@@ -10,7 +12,8 @@ from .common import echo_json, info
 
 @click.command(name="ask")
 @click.argument("question")
-@click.option("--index", help="Index name or path (default: config retrieval.index, enwiki-sample).")
+@click.option("--index", help="Index name or path, or several separated by commas (a,b: searched together, rankings "
+                               "fused; default: config retrieval.index, enwiki-sample).")
 @click.option("--model", help="Registry model name or path to a .gguf file.")
 @click.option("--backtracking", type=click.Choice(list(BACKTRACKING)), help="Ablation switch.")
 @click.option("--rules", default=None, metavar="SPEC",
@@ -25,7 +28,6 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
         router: str | None, as_json: bool, local: bool) -> None:
     """Answer QUESTION with the six-agent ReAgent pipeline."""
     from ..api import ReAgent
-    from ..reasoning.answer import snippet
     from ..reasoning.pipeline import validate_question
     from .common import config_from
 
@@ -41,8 +43,19 @@ def ask(question: str, index: str | None, model: str | None, backtracking: str |
     if as_json:
         echo_json(answer.to_dict())
         return
+    print_answer(answer)
+
+
+def print_answer(answer: Any) -> None:
+    """An answer as `reagent ask` prints it: the steps, the answer, the sources, the account line."""
+    from ..reasoning.answer import snippet
+
+    rewrite = answer.extra.get("rewrite") or {}
+    if rewrite.get("changed"):
+        click.echo(click.style("Read as: ", fg="blue") + rewrite["standalone"])
     for number, sub in enumerate(answer.subquestions, 1):
-        titles = ", ".join(dict.fromkeys(p.title for p in sub.passages)) or "no passage"
+        titles = ", ".join(dict.fromkeys(f"{p.index}: {p.title}" if p.index else p.title
+                                         for p in sub.passages)) or "no passage"
         flag = " (unverified)" if sub.uncertain else ""
         click.echo(f"  {number}. {sub.question}\n     -> {sub.answer}{flag}   [{titles}]")
     mark = click.style(" (uncertain: " + answer.uncertain_reason + ")", fg="yellow") if answer.uncertain else ""

@@ -10,7 +10,8 @@ from .common import config_from, echo_json
 
 @click.command(name="search")
 @click.argument("query")
-@click.option("--index", "index_name", default=None, help="Index name or folder (default: retrieval.index).")
+@click.option("--index", "index_name", default=None,
+              help="Index name or folder, or several separated by commas (rankings fused; default: retrieval.index).")
 @click.option("-k", "k", type=int, default=None, help="How many passages (default: retrieval.top_k).")
 @click.option("--mode", type=click.Choice(MODES), default=None, help="dense, sparse or hybrid (default: retrieval.mode).")
 @click.option("--kg", is_flag=True,
@@ -23,7 +24,7 @@ from .common import config_from, echo_json
 def search(query: str, index_name: str | None, k: int | None, mode: str | None, kg: bool, as_json: bool, chars: int,
            nprobe: int | None) -> None:
     """Search QUERY and print the ranked passages with title, score and id (--kg: graph triples)."""
-    from ..retrieval import Index
+    from ..retrieval import open_search_index
 
     if kg:
         _search_graph(query, index_name, k, as_json)
@@ -31,11 +32,12 @@ def search(query: str, index_name: str | None, k: int | None, mode: str | None, 
     config = config_from(retrieval__index=index_name, retrieval__top_k=k, retrieval__mode=mode,
                          retrieval__nprobe=nprobe)
     r = config.retrieval
-    with Index.open(r.index, config) as index:
+    with open_search_index(r.index, config) as index:
         hits = index.search(query, k=r.top_k, mode=r.mode)
     if as_json:
         echo_json([{"rank": h.rank, "id": h.passage.id, "title": h.passage.title, "score": h.score,
-                    "text": h.passage.text, **({"origin": h.passage.origin.to_dict()} if h.passage.origin else {})}
+                    **({"index": h.index} if h.index else {}), "text": h.passage.text,
+                    **({"origin": h.passage.origin.to_dict()} if h.passage.origin else {})}
                    for h in hits])
         return
     if not hits:
@@ -44,7 +46,7 @@ def search(query: str, index_name: str | None, k: int | None, mode: str | None, 
         text = h.passage.text.replace("\n", " ")
         if chars and len(text) > chars:
             text = text[:chars].rstrip() + "..."
-        click.echo(f"{h.rank}. {h.passage.title}  [{h.passage.id}]  score {h.score:.4f}")
+        click.echo(f"{h.rank}. {h.index + ': ' if h.index else ''}{h.passage.title}  [{h.passage.id}]  score {h.score:.4f}")
         if h.passage.origin is not None:
             click.echo(f"   {h.passage.origin.label()}")
         click.echo(f"   {text}")

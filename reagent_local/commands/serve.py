@@ -14,7 +14,8 @@ from .common import info
 
 
 @click.command(name="serve")
-@click.option("--index", help="Index name or path (default: config retrieval.index, enwiki-sample).")
+@click.option("--index", help="Index name or path, or several separated by commas (a,b: searched together; "
+                               "default: config retrieval.index, enwiki-sample).")
 @click.option("--model", help="Registry model name or path to a .gguf file.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; any but a loopback address needs --api-key.")

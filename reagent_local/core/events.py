@@ -243,6 +243,18 @@ class Route(EventBody):
     contributions: Mapping[str, float] = field(default_factory=dict)  # each feature's share of the log-odds
 
 
+@_kind("rewrite")
+class Rewrite(EventBody):
+    """A question of a conversation as asked and as the agents read it (a follow-up made standalone from the
+    earlier turns by agents/rewriter.py before the run; a first turn is logged unchanged, without a call)."""
+    question: str
+    standalone: str
+    conversation: str = ""
+    turn: int = 1  # 1-based place in the conversation
+    earlier: tuple[str, ...] = ()  # the earlier turns' questions it was read against
+    error: str = ""  # the rewriter's output was unusable: the question stands as asked
+
+
 @_kind("answer")
 class Answer(EventBody):
     """The run's final answer, whether it is uncertain and why, and the rules that shaped it."""

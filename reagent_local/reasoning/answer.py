@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..core.evidence import Origin
+from ..retrieval.passages import source_index
 
 
 # Separators a model sometimes leaves around a short answer (": Paris", "Paris ;", "- Paris"). Always
@@ -42,12 +43,26 @@ class PassageRef:
     text: str = ""
     origin: Origin | None = None
 
+    @property
+    def index(self) -> str | None:
+        """The index it came from when several were searched (its id starts ``"name|"``), else None."""
+        return source_index(self.id)
+
     def to_dict(self) -> dict[str, Any]:
-        """Id and title, and the origin when the passage has one (what `ask --json` lists)."""
+        """Id and title, the index when several were searched, and the origin when the passage has one (`ask --json`)."""
         out: dict[str, Any] = {"id": self.id, "title": self.title}
+        if self.index is not None:
+            out["index"] = self.index
         if self.origin is not None:
             out["origin"] = self.origin.to_dict()
         return out
+
+    def source(self) -> str | None:
+        """Where it is, in one line: ``notes: guide.md § Setup, lines 2-5``; None for a passage of one wiki index."""
+        where = self.origin.label() if self.origin is not None else None
+        if self.index is not None:
+            return f"{self.index}: {where or self.title}"
+        return where
 
 
 @dataclass(frozen=True)
@@ -134,8 +149,9 @@ class Answer:
         return cls(**values)
 
     def sources(self) -> list[str]:
-        """One line per cited passage that says where it is (file, heading, page or lines); [] without origins."""
-        return [p.origin.label() for p in self.passages if p.origin is not None]
+        """One line per cited passage that says where it is (its index when several, file, heading, page or
+        lines); [] for passages of one index without origins."""
+        return [line for line in (p.source() for p in self.passages) if line is not None]
 
     @property
     def not_found(self) -> bool:

@@ -61,15 +61,19 @@ class Pipeline:
         """The model serving one role."""
         return self.role_llms.get(agent, self.llm)
 
-    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None) -> Answer:
+    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None,
+            on_start: Callable[[Workspace], None] | None = None) -> Answer:
         """Answer one question; budgets bound the work and mark the answer uncertain.
 
         ``should_stop`` is checked before every LLM call and retrieval; when it returns a reason the
         run stops there, is closed as ``cancelled`` with that reason, and RunCancelled is raised.
+        ``on_start`` logs what an entry point settled before the run (a follow-up's rewrite) as its first events.
         """
         text = validate_question(question, self.config.pipeline.max_question_chars)
         settings, llm = self.config.pipeline, self.config.llm
         workspace = Workspace(self.log, self.log.start_run(text, _config_dict(self.config)))
+        if on_start is not None:
+            on_start(workspace)
         budget = Budget(settings.max_llm_calls, settings.max_seconds, should_stop=should_stop)
         calls = CallLedger(self.log, workspace.run_id, workspace, budget, self.model_for,
                            temperature=llm.temperature, seed=llm.seed)

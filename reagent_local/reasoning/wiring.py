@@ -41,11 +41,11 @@ def role_models(config: Config) -> dict[str, LlamaModel]:
 
 
 def open_index(name: str, config: Config) -> Any:
-    """Open an index by name or path, with a hint that says how to build the default one."""
-    from ..retrieval import Index
+    """Open an index by name or path (several, ``"a,b"``: a MultiIndex); a missing default one says how to build it."""
+    from ..retrieval import open_search_index
 
     try:
-        return Index.open(name, config)
+        return open_search_index(name, config)
     except IndexNotFoundError as exc:
         if name == "enwiki-sample" and exc.hint and "quickstart" not in exc.hint:
             raise IndexNotFoundError(exc.message, hint="build it with `bash scripts/quickstart.sh`, or "

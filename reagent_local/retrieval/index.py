@@ -34,11 +34,12 @@ HYBRID_DEPTH = 50
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result; ``rank`` starts at 1."""
+    """One search result; ``rank`` starts at 1; ``index`` names the index it came from when several were searched."""
 
     passage: Passage
     score: float
     rank: int
+    index: str | None = None
 
 
 def check_embedder(manifest: dict, wanted_name: str, wanted_dim: int, where: Path, wanted_backend: str = "torch") -> None:

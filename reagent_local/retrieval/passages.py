@@ -8,7 +8,8 @@ A passage id is ``f"{title}#{n}"`` where n is the passage's position in its
 document (0 for the first); a passage of a folder of documents is ``f"{path}#{n}"``
 (its file's path from the folder), so files sharing a title keep stable, distinct ids.
 The knowledge graph cites infobox facts as ``f"{title}#0"``, so the first passage of a
-page must keep n = 0.
+page must keep n = 0. A passage found by searching several indexes at once (``multi.py``) has
+its index's name in front: ``f"{index}|{id}"``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ..core.evidence import Origin  # a passage's place travels with the evidenc
 
 TARGET_WORDS = 100
 
+SEPARATOR = "|"  # between an index's name and a passage id: never in a Wikipedia title, hardly in a path
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # layout.validate_name's names
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -103,3 +106,14 @@ def split_passages(text: str, target_words: int = TARGET_WORDS) -> list[str]:
         else:
             passages.append((current, count))
     return [_join(units) for units, _ in passages]
+
+
+def source_index(passage_id: str) -> str | None:
+    """The index a passage of several searched indexes came from (``"notes|a.md#0"`` -> ``"notes"``), else None."""
+    head, sep, _ = passage_id.partition(SEPARATOR)
+    return head if sep and _INDEX_NAME.match(head) else None
+
+
+def local_id(passage_id: str) -> str:
+    """The passage's id within its own index (the index name in front taken off)."""
+    return passage_id.partition(SEPARATOR)[2] if source_index(passage_id) else passage_id

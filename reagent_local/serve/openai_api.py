@@ -1,6 +1,10 @@
 """The OpenAI-compatible endpoints: ``POST /v1/chat/completions`` (plain or streamed) and ``GET /v1/models``.
 
-The last user message is the question; the answer is ``choices[0].message.content``;
+The last user message is the question, read in the conversation the earlier messages make: each
+earlier user message with the assistant message after it is a turn, and a follow-up ("and where
+was she born?") is made standalone from them before the agents read it (reagent_local/reasoning/conversation.py;
+the conversation's id in the log is ``openai-`` and a hash of its first user message). The answer
+is ``choices[0].message.content``;
 ``usage`` counts the run's tokens; ``reagent`` is what ``reagent ask --json`` prints.
 A stream tells the agents' progress as ``delta.reasoning_content`` (as llama.cpp's
 server and others stream a model's reasoning), each such chunk with the log event
@@ -11,6 +15,7 @@ chunk; then ``[DONE]``.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from typing import Any, AsyncIterator
@@ -18,6 +23,7 @@ from typing import Any, AsyncIterator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..reasoning.conversation import Turn
 from ..reasoning.answer import Answer
 from . import sse
 from .errors import ApiError, bad_request
@@ -50,7 +56,7 @@ def _text(content: Any) -> str | None:
 
 
 def _question(body: dict[str, Any], served: str) -> str:
-    """The last user message's text, after checking the model and the messages."""
+    """The last user message's text, after checking the model and the messages (``_history`` reads the rest)."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise bad_request("'model' is required: the id that GET /v1/models lists", param="model",
@@ -72,6 +78,30 @@ def _question(body: dict[str, Any], served: str) -> str:
     return text
 
 
+def _history(messages: list[Any]) -> list[Turn]:
+    """The turns before the last user message: each user message's text with the assistant reply after it."""
+    last_user = max(i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user")
+    turns: list[Turn] = []
+    for message in messages[:last_user]:
+        if not isinstance(message, dict):
+            continue
+        text = _text(message.get("content"))
+        if message.get("role") == "user" and text:
+            turns.append(Turn(text, ""))
+        elif message.get("role") == "assistant" and text and turns and not turns[-1].answer:
+            turns[-1] = Turn(turns[-1].question, text)
+    return turns
+
+
+def _context(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The conversation of a request with earlier turns (None for one question alone)."""
+    turns = _history(body["messages"])
+    if not turns:
+        return None
+    first = hashlib.sha256(turns[0].question.encode("utf-8")).hexdigest()[:10]
+    return {"history": turns, "conversation": f"openai-{first}"}
+
+
 def _usage(answer: Answer) -> dict[str, int]:
     return {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
             "total_tokens": answer.prompt_tokens + answer.completion_tokens}
@@ -91,7 +121,7 @@ async def chat_completions(request: Request) -> Response:
         raise bad_request("'stream' must be true or false", param="stream")
     options = body.get("stream_options") or {}
     include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
-    job = service.submit(question)
+    job = service.submit(question, None, _context(body))
     completion_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
     if stream:
         return StreamingResponse(_stream(service, job, completion_id, created, include_usage),

@@ -11,6 +11,7 @@ from typing import Any, AsyncIterator
 from starlette.requests import Request
 
 from ..api import ReAgent
+from ..reasoning.conversation import Turn, ask_in_conversation
 from ..errors import QuestionError, ReagentError
 from ..reasoning.answer import Answer
 from ..reasoning.pipeline import Pipeline, validate_question
@@ -97,19 +98,41 @@ class Service:
             raise bad_request(exc.message + (f" ({exc.hint})" if exc.hint else ""), param="settings") from None
         return value
 
-    def answer(self, question: str, *, should_stop: Any = None, settings: dict[str, Any] | None = None) -> Answer:
-        """Answer with the served pipeline, or with a pipeline of the question's settings around the same model and index."""
+    def context(self, history: Any, conversation: Any = None) -> dict[str, Any] | None:
+        """The conversation a question is asked in (earlier turns, an id), checked now (a 400), or None."""
+        if history is None and conversation is None:
+            return None
+        if conversation is not None and not isinstance(conversation, str):
+            raise bad_request("'conversation' must be a string (an id for the log)", param="conversation")
+        if history is None:
+            history = []
+        if not isinstance(history, list):
+            raise bad_request("'history' must be a list of {question, answer, titles} turns", param="history")
+        try:
+            turns = [Turn.from_dict(item) for item in history]
+        except ValueError as exc:
+            raise bad_request(str(exc), param="history") from None
+        return {"history": turns, "conversation": conversation or ""}
+
+    def answer(self, question: str, *, should_stop: Any = None, settings: dict[str, Any] | None = None,
+               context: dict[str, Any] | None = None) -> Answer:
+        """Answer with the served pipeline, or with a pipeline of the question's settings around the same model and index;
+        in a conversation (``context``), a follow-up is made standalone first (reagent_local/reasoning/conversation.py)."""
         pipeline = self.agent.pipeline
         if settings:
             config = with_question_settings(pipeline.config, settings)
             pipeline = Pipeline(config, llm=pipeline.llm, retriever=pipeline.retriever, log=pipeline.log,
                                 kg=pipeline.kg, role_llms=pipeline.role_llms)
+        if context:
+            return ask_in_conversation(pipeline, question, context.get("history") or (),
+                                       conversation=context.get("conversation") or "", should_stop=should_stop)
         return pipeline.ask(question, should_stop=should_stop)
 
-    def submit(self, question: str, settings: dict[str, Any] | None = None) -> Job:
+    def submit(self, question: str, settings: dict[str, Any] | None = None,
+               context: dict[str, Any] | None = None) -> Job:
         """Queue a question (429 when the queue is full)."""
         assert self.worker is not None, "the service has not started"
-        return self.worker.submit(question, settings)
+        return self.worker.submit(question, settings, context)
 
     def cancel(self, job: Job, reason: str = DISCONNECTED) -> None:
         """Drop a waiting job, or stop a running one at its next step."""

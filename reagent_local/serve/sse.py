@@ -27,7 +27,7 @@ async def with_keepalives(items: AsyncIterator[Any], tick: float) -> AsyncIterat
 
 # the events a chat client is told about while it waits (the page shows every event)
 _PROGRESS = {"plan", "decision", "rollback_local", "rollback_global", "conflict_set", "override", "skipped",
-             "fallback_answer", "budget_exhausted", "signal"}
+             "fallback_answer", "budget_exhausted", "signal", "rewrite"}
 
 
 def event(data: Any, *, name: str | None = None, id: int | str | None = None) -> str:

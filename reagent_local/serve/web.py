@@ -1,7 +1,9 @@
 """reagent's own endpoints: ask, the runs in the log, a run's trace page and its live events, and the page.
 
 - ``POST /api/ask`` ``{"question": ..., "stream": false, "settings": {...}}``: the ``reagent ask --json`` object
-  (``settings``: the asker's ``[pipeline]`` settings, as `reagent ask` sends them to a server of its home); with
+  (``settings``: the asker's ``[pipeline]`` settings, as `reagent ask` sends them to a server of its home;
+  ``history``: the conversation's earlier turns, ``[{"question", "answer", "titles"}]``, and ``conversation``, its
+  id: a follow-up is made standalone first, and ``answer.extra.rewrite`` says how); with
   ``"stream": true``, Server-Sent Events ``queued``, ``run``, ``event`` (each log event of the run),
   then ``answer`` (that object, plus the cited passages' text) or ``error``;
 - ``GET /api/runs?last=N``, ``GET /api/runs/{id}`` (``reagent trace export``), ``GET /runs/{id}``
@@ -77,10 +79,11 @@ async def ask(request: Request) -> Response:
     body = await read_json(request, service.settings.max_body_bytes)
     question = service.question(body.get("question"), param="question")
     settings = service.question_settings(body.get("settings"))
+    context = service.context(body.get("history"), body.get("conversation"))
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise bad_request("'stream' must be true or false", param="stream")
-    job = service.submit(question, settings)
+    job = service.submit(question, settings, context)
     if stream:
         return StreamingResponse(_ask_stream(service, job), media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)
     try:

@@ -26,7 +26,7 @@ from ..reasoning.answer import Answer
 from ..errors import ReagentError
 from .errors import ApiError, from_reagent_error, internal
 
-AskFunction = Callable[..., Answer]  # ask(question, should_stop=..., [settings=...]) -> Answer
+AskFunction = Callable[..., Answer]  # ask(question, should_stop=..., [settings=...], [context=...]) -> Answer
 TERMINAL = ("done", "failed", "cancelled")
 _ids = itertools.count(1)
 
@@ -44,6 +44,7 @@ class Job:
     stop_reason: str | None = None  # set to stop the running job at its next step
     ahead: int = 0  # questions ahead of it when it was last told
     settings: dict[str, Any] | None = None  # the asker's [pipeline] settings (reagent_local/share/compat.py)
+    context: dict[str, Any] | None = None  # the conversation it is asked in: {"history": [Turn], "conversation": id}
 
     def push(self, kind: str, detail: Any) -> None:
         """Hand an update to the request's handler (from any thread)."""
@@ -79,7 +80,8 @@ class Worker:
         self._thread.start()
 
     # -- requests ---------------------------------------------------------------------
-    def submit(self, question: str, settings: dict[str, Any] | None = None) -> Job:
+    def submit(self, question: str, settings: dict[str, Any] | None = None,
+               context: dict[str, Any] | None = None) -> Job:
         """Queue a question; a full queue is a 429 with Retry-After, a stopping server a 503."""
         with self._cond:
             if self._stopping is not None:
@@ -91,7 +93,7 @@ class Worker:
                 raise ApiError(429, f"the server is busy: {len(self._waiting)} questions are waiting (the limit is "
                                f"{self.max_queue}); retry in about {wait} s", type="rate_limit_error",
                                code="queue_full", headers={"Retry-After": str(wait)})
-            job = Job(question, self.loop, settings=settings)
+            job = Job(question, self.loop, settings=settings, context=context)
             self._waiting.append(job)
             self.counts["accepted"] += 1
             job.ahead = len(self._waiting) - 1 + (self.current is not None)
@@ -181,7 +183,9 @@ class Worker:
 
     def _answer(self, job: Job) -> tuple[str, Any]:
         try:
-            extra = {"settings": job.settings} if job.settings else {}
+            extra: dict[str, Any] = {"settings": job.settings} if job.settings else {}
+            if job.context:
+                extra["context"] = job.context
             return "done", self._ask(job.question, should_stop=lambda: job.stop_reason, **extra)
         except RunCancelled as exc:
             return "cancelled", exc.reason

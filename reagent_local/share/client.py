@@ -88,13 +88,15 @@ class ServerClient:
             connection.close()
 
     def ask(self, question: str, settings: dict[str, Any], *, on_event: Callable[[str, Any], None] | None = None,
-            should_stop: Callable[[], str | None] | None = None) -> dict[str, Any]:
+            should_stop: Callable[[], str | None] | None = None,
+            context: dict[str, Any] | None = None) -> dict[str, Any]:
         """Answer a question in the server's queue: the ``answer`` event's data (``answer``, ``passages``).
 
+        ``context``: the conversation (``history``, ``conversation``) a follow-up is read in.
         ``on_event(kind, data)`` sees ``queued``, ``run`` and ``event``; ``should_stop`` (a reason or None) is
         checked twice a second and closes the connection, which the server takes as a cancellation.
         """
-        body = {"question": question, "stream": True, "settings": settings}
+        body = {"question": question, "stream": True, "settings": settings, **(context or {})}
         for attempt in range(QUEUE_FULL_RETRIES + 1):
             connection, response = self._open("POST", "/api/ask", body)
             if response.status == 200:

@@ -37,12 +37,16 @@ def _model_ref(name: str, config: Config) -> str:
 
 
 def _index_ref(name: str, config: Config) -> str:
+    """The index folder (several, ``"a,b"``: their folders joined by commas, in the order given)."""
     from ..retrieval.layout import resolve_index
 
-    try:
-        return str(resolve_index(name, config))
-    except ReagentError:
-        return name
+    refs = []
+    for part in name.split(",") if "," in name else [name]:
+        try:
+            refs.append(str(resolve_index(part.strip(), config)))
+        except ReagentError:
+            refs.append(part.strip())
+    return ",".join(refs)
 
 
 def identity(config: Config) -> dict[str, Any]:

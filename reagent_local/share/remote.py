@@ -65,11 +65,13 @@ class RemoteAsker:
         self.on_event = on_event
         self.client = ServerClient(server)
 
-    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None) -> Answer:
-        """Answer one question in the server's queue."""
+    def ask(self, question: str, *, should_stop: Callable[[], str | None] | None = None,
+            history: Sequence[Any] = (), conversation: str = "") -> Answer:
+        """Answer one question in the server's queue (after the conversation's earlier turns, if any)."""
+        context = {"history": [t.to_dict() for t in history], "conversation": conversation} if history or conversation else {}
         try:
             data = self.client.ask(question, question_settings(self.config), on_event=self.on_event,
-                                   should_stop=should_stop)
+                                   should_stop=should_stop, context=context)
         except ServerFailed as exc:
             raise failure(exc, self.server, self.config) from None
         texts = {p["id"]: p.get("text", "") for p in data.get("passages", [])}

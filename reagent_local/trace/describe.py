@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from ..core import events as ev
 from ..core.log import Checkpoint
+from ..retrieval.passages import source_index
 from .model import Entry, Item
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -36,14 +37,17 @@ def _step(step: int | None) -> str:
 
 
 def _passage_name(passage: Mapping[str, Any]) -> str:
-    """A passage in a one-line summary: its title, or for a passage of a folder its file and page or lines."""
+    """A passage in a one-line summary: its title, or for a passage of a folder its file and page or lines;
+    its index in front when several were searched."""
+    index = source_index(str(passage.get("id", "")))
+    head = f"{index}: " if index else ""
     origin = passage.get("origin")
     if isinstance(origin, Mapping) and origin.get("path"):
-        from ..retrieval.passages import Origin  # the package's __init__ is heavy: only when a folder passage shows
+        from ..core.evidence import Origin
 
         found = Origin.from_dict(origin)
-        return clean(f"{found.path} {found.place()}".strip() if found else str(origin["path"]), 60)
-    return clean(passage.get("title", ""), 40)
+        return clean(head + (f"{found.path} {found.place()}".strip() if found else str(origin["path"])), 60)
+    return clean(head + passage.get("title", ""), 40)
 
 
 def _message(m: ev.Message) -> str:
@@ -175,6 +179,13 @@ def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None
             return _route(body)
         case ev.TrustScored():
             return _trust(body)
+        case ev.Rewrite():
+            where = f"conversation {clean(body.conversation)}, turn {body.turn}" if body.conversation else f"turn {body.turn}"
+            if body.error:
+                return f"rewrite ({where}): kept {quoted(body.question)} as asked: {clean(body.error, 100)}"
+            if body.standalone.strip() == body.question.strip():
+                return f"rewrite ({where}): {quoted(body.question)} stands alone"
+            return f"rewrite ({where}): {quoted(body.question)} → {quoted(body.standalone, 160)}"
         case ev.Answer():
             line = f"answer {quoted(body.answer)}"
             line += f" (uncertain: {clean(body.reason) or 'yes'})" if body.uncertain else ""

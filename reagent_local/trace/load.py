@@ -206,6 +206,8 @@ def call_purpose(output: str) -> str:
                          ("answer", "passages")):
         if key in keys:
             return purpose
+    if keys == {"question"}:
+        return "rewrite"  # a follow-up made standalone (agents/rewriter.py)
     return "assemble" if keys == {"answer"} else "call"
 
 

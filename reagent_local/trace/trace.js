@@ -32,7 +32,7 @@
   function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
   var TITLES = { rollback_local: "Local rollback", rollback_global: "Global rollback", conflict_set: "Minimal conflict set",
     assert: "Statement enters a state", retract: "Statement retracted", judgement: "Judge result", escalate: "Escalation",
-    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", route: "Learned router", answer: "Final answer" };
+    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", route: "Learned router", rewrite: "Follow-up rewritten", answer: "Final answer" };
   var DECISION_COLORS = { accept: "#2b8a3e", retry: "#e8890c", give_up: "#d1242f" };
   var DECISION_GLYPHS = { accept: "\u2713", retry: "\u21bb", give_up: "\u2717" };
   function fmt(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
@@ -255,6 +255,8 @@
     var head = add(box, el("div", "ptitle", p ? p.title : pid));
     add(head, el("span", "small", "  " + pid + (score !== null && score !== undefined ? "  score " + fmt(score, 3) : "") +
       (p && p.suspicious ? "  flagged: reads like an instruction" : "")));
+    var from = pid.indexOf("|") > 0 ? pid.slice(0, pid.indexOf("|")) : "";  // several indexes: "name|id"
+    if (from) add(box, el("div", "porigin", "index " + from));
     if (p && p.origin && p.origin.label) add(box, el("div", "porigin", p.origin.label));
     add(box, el("p", "ptext", p ? p.text : "(the text of this passage is not in the log)"));
     return box;
@@ -475,6 +477,9 @@
         add(box, el("h3", null, "Each feature's share of the log-odds"));
         pairs(box, parts.map(function (k) { return [k, fmt(p.contributions[k], 3) + "  (value " + fmt((p.features || {})[k], 3) + ")"]; }));
       }
+    } else if (it.type === "rewrite") {
+      pairs(box, [["asked", p.question], ["read as", p.standalone], ["conversation", p.conversation], ["turn", p.turn],
+        ["earlier questions", (p.earlier || []).join(" | ")], ["error", p.error]]);
     } else if (it.type === "rule_fired") {
       pairs(box, [["rule", p.rule], ["stage", p.stage], ["step", p.step === null || p.step === undefined ? "" : p.step + 1],
         ["detail", p.detail]]);

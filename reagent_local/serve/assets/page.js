@@ -8,9 +8,38 @@
     rollback_local: "\u21b6 local rollback", rollback_global: "\u21b6 global rollback", conflict_set: "\u2297 conflict set",
     escalate: "\u26a0 escalates", judgement: "? judge", override: "override", skipped: "skip", signal: "\u2260 signal", route: "\u21c9 router",
     fallback_answer: "fallback", budget_exhausted: "budget", rule_fired: "\u00a7 rule", answer: "\u2605 answer",
-    llm_error: "model error", invalid_output: "invalid output", decomposition_failed: "plan failed" };
+    llm_error: "model error", invalid_output: "invalid output", decomposition_failed: "plan failed",
+    rewrite: "\u270e rewrite" };
   var $ = function (id) { return document.getElementById(id); };
   var busy = false;
+  // the conversation: earlier turns go with each question, so a follow-up is read with them
+  var turns = [];
+  var conversationId = newConversationId();
+
+  function newConversationId() {
+    var bytes = new Uint8Array(5);
+    window.crypto.getRandomValues(bytes);
+    return "c-" + Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  function showTurns() {
+    var list = $("turns");
+    clear(list);
+    turns.forEach(function (t) {
+      var li = list.appendChild(el("li"));
+      li.appendChild(el("span", "turn-question", t.question + " \u2192 "));
+      li.appendChild(el("span", "turn-answer", t.answer));
+    });
+    $("conversation-id").textContent = conversationId;
+    $("conversation").hidden = !turns.length;
+  }
+
+  function newConversation() {
+    turns = [];
+    conversationId = newConversationId();
+    showTurns();
+    say("A new conversation: the next question is read alone.");
+  }
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -85,9 +114,12 @@
   }
 
   // ---- the answer ------------------------------------------------------------------------
-  function showAnswer(data) {
+  function showAnswer(data, asked) {
     var a = data.answer;
+    var rewrite = (a.extra && a.extra.rewrite) || null;
     $("answer").textContent = a.answer;
+    $("rewrite").hidden = !(rewrite && rewrite.changed);
+    $("rewrite").textContent = rewrite && rewrite.changed ? "Read as: " + rewrite.standalone : "";
     $("uncertain").hidden = !a.uncertain;
     $("uncertain").textContent = a.uncertain ? "Uncertain: " + (a.uncertain_reason || "yes") : "";
     $("account").textContent = a.llm_calls + " LLM calls, " + a.prompt_tokens + " + " + a.completion_tokens +
@@ -121,33 +153,37 @@
     clear(list);
     data.passages.forEach(function (p) {
       var li = list.appendChild(el("li"));
-      li.appendChild(el("div", "passage-title", p.title));
+      li.appendChild(el("div", "passage-title", (p.index ? "[" + p.index + "] " : "") + p.title));
       if (p.origin && p.origin.label) li.appendChild(el("div", "passage-origin", p.origin.label));
       li.appendChild(el("p", "passage-text", p.text));
     });
     if (!data.passages.length) list.appendChild(el("li", null, "No passage was cited."));
     $("trace-link").setAttribute("href", "/runs/" + encodeURIComponent(a.run_id));
     $("result").hidden = false;
+    var titles = [];
+    data.passages.forEach(function (p) { if (titles.indexOf(p.title) < 0) titles.push(p.title); });
+    turns.push({ question: asked, answer: a.answer, titles: titles.slice(0, 3) });
+    showTurns();
   }
 
   // ---- asking: POST /api/ask with "stream": true, read the Server-Sent Events ----------------
-  function handle(name, data) {
+  function handle(name, data, asked) {
     if (name === "queued") say(data.line.replace(/^\[server\] /, ""));
     else if (name === "run") {
       say("Run " + data.run_id + ": the agents are working\u2026");
       $("trace-link").setAttribute("href", "/runs/" + encodeURIComponent(data.run_id));
     } else if (name === "event") addEvent(data);
-    else if (name === "answer") { showAnswer(data); say("Answered."); }
+    else if (name === "answer") { showAnswer(data, asked); say("Answered."); }
     else if (name === "error") say(errorText(data, ""), true);
   }
 
-  function parseBlock(block) {
+  function parseBlock(block, asked) {
     var name = "message", lines = [];
     block.split("\n").forEach(function (line) {
       if (line.indexOf("event:") === 0) name = line.slice(6).trim();
       else if (line.indexOf("data:") === 0) lines.push(line.slice(5).replace(/^ /, ""));
     });
-    if (lines.length) handle(name, JSON.parse(lines.join("\n")));
+    if (lines.length) handle(name, JSON.parse(lines.join("\n")), asked);
   }
 
   function ask(question) {
@@ -159,7 +195,8 @@
     $("work").hidden = false;
     say("Sending\u2026");
     return fetch("/api/ask", { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ question: question, stream: true }) })
+      body: JSON.stringify({ question: question, stream: true, history: turns.slice(-4),
+                             conversation: conversationId }) })
       .then(function (response) {
         if (!response.ok) {
           if (response.status === 401) needKey();
@@ -173,7 +210,7 @@
             buffer += decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, "\n");
             var cut;
             while ((cut = buffer.indexOf("\n\n")) >= 0) {
-              parseBlock(buffer.slice(0, cut));
+              parseBlock(buffer.slice(0, cut), question);
               buffer = buffer.slice(cut + 2);
             }
             return pump();
@@ -225,6 +262,7 @@
       if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("ask").click(); }
     });
     $("key-save").addEventListener("click", saveKey);
+    $("new-conversation").addEventListener("click", newConversation);
     loadStatus();
     loadRuns();
   });
