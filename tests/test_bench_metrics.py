@@ -86,6 +86,11 @@ def test_support_by_title_and_text() -> None:
     assert support_scores([("Paris", "Paris hosted the 1900 Olympics.")], gold) == (0.0, 0.0)
     # a chunk of a gold paragraph (whitespace aside) matches that paragraph only
     assert support_scores([("Paris", "the capital  of France")], gold) == (1.0, 0.5)
+    # as a prompt showed it: cut with a trailing "..." (the cut text is not inside the gold text as it stands)
+    assert support_scores([("Paris", "Paris is the capital ...")], gold) == (1.0, 0.5)
+    # focused into pieces joined by "…": every piece must be in the gold paragraph
+    assert support_scores([("Paris", "Paris is … a city in Texas.")], gold) == (1.0, 0.5)
+    assert support_scores([("Paris", "Paris is … the capital of Texas ...")], gold) == (0.0, 0.0)
 
 
 def test_support_when_nothing_is_cited_or_nothing_is_gold() -> None:

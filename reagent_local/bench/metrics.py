@@ -70,14 +70,19 @@ def passage_supports(title: str, text: str, gold_title: str, gold_text: str | No
     """Whether a cited passage is the gold paragraph (by title, and by text when given).
 
     Text matches when one contains the other after collapsing whitespace, so a
-    passage that is a chunk of the gold paragraph (or the paragraph cut short) counts.
+    passage that is a chunk of the gold paragraph (or the paragraph cut short) counts; so does a
+    passage as a prompt showed it: cut with a trailing "...", or focused into pieces joined by "…".
     """
     if title != gold_title:
         return False
     if gold_text is None:
         return True
     mine, gold = _clean(text), _clean(gold_text)
-    return bool(mine) and (mine in gold or gold in mine)
+    if mine and (mine in gold or gold in mine):
+        return True
+    pieces = [p.strip().removesuffix("...").strip() for p in mine.split("…")]
+    pieces = [p for p in pieces if p]
+    return bool(pieces) and all(p in gold for p in pieces)
 
 
 def support_scores(

@@ -106,20 +106,9 @@ def matches_any(answers: Iterable[str], golds: Sequence[str]) -> bool:
     return any(tokens_match(a, g) for a in answers if a for g in golds if g)
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
 def supports(title: str, text: str, gold_title: str, gold_text: str | None) -> bool:
     """Whether a passage (possibly cut or focused for a prompt) is the gold paragraph."""
-    if passage_supports(title, text, gold_title, gold_text):
-        return True
-    if title != gold_title or gold_text is None:
-        return False
-    gold = _collapse(gold_text)
-    pieces = [_collapse(p).removesuffix("...").strip() for p in text.split("…")]
-    pieces = [p for p in pieces if p]
-    return bool(pieces) and all(p in gold for p in pieces)
+    return passage_supports(title, text, gold_title, gold_text)
 
 
 def gold_found(passages: Iterable[tuple[str, str]], support: Sequence[tuple[str, str | None]]) -> list[bool]:
