@@ -249,12 +249,7 @@ def fit_router_cmd(folders: tuple[Path, ...], kind: str, out: Path | None, repor
     fit = fit_folders(list(folders), kind, folds=folds, seed=seed, command=command)
     target = out or default_path(kind)
     write_router(fit.router, target)
-    text = render_fit(fit)
-    if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(text, encoding="utf-8")
-    click.echo(text)
-    click.echo(f"router written to {target}")
+    _show_fit(render_fit(fit), report, f"router written to {target}")
 
 
 @bench.command(name="fit-trust")
@@ -288,12 +283,16 @@ def fit_trust_cmd(folders: tuple[Path, ...], judged: tuple[Path, ...], method: s
                       target=target, command=command)
     where = out or TRUST_PATH
     write_trust_model(fit.model, where)
-    text = render_fit(fit)
+    _show_fit(render_fit(fit), report, f"trust model written to {where}")
+
+
+def _show_fit(text: str, report: Path | None, written: str) -> None:
+    """A fit's report printed (and written to ``report``), then where the fitted file went."""
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(text, encoding="utf-8")
     click.echo(text)
-    click.echo(f"trust model written to {where}")
+    click.echo(written)
 
 
 @bench.command(name="ablate")
