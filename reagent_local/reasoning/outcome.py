@@ -40,11 +40,12 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
         rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.notes.signals)),
         answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run), route=run.notes.route)
-    run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
+    # the supervisor scores the answer before it is recorded: a finished run's last event is its answer
     trust = team.supervisor.score_answer(_facts(run, answer))
     run.ws.record("supervisor", ev.TrustScored(probability=trust.probability, threshold=trust.threshold,
                                                label=trust.label, grounded=trust.grounded, caught=trust.caught,
                                                features=trust.features, contributions=trust.contributions))
+    run.ws.record("assembler", ev.Answer(answer=final, uncertain=uncertain, reason=reason, rules=answer.rules_fired))
     answer = replace(answer, trust=trust.to_json(), closest=() if trust.grounded else _closest(run, answer))
     run.ws.finish(final, status, {
         "uncertain": uncertain, "uncertain_reason": reason, "llm_calls": answer.llm_calls,
