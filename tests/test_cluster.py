@@ -217,7 +217,8 @@ def _scores(folder: Path) -> dict:
 
 def test_bench_on_ray_writes_the_same_records_and_resumes(local_ray, tmp_path):
     data = _dataset(tmp_path / "tiny.json")
-    config = load_config({"retrieval.top_k": 2}, env={})
+    # threads are part of a run's configuration: the one-process runs use the Ray workers' one thread
+    config = load_config({"retrieval.top_k": 2, "llm.n_threads": 1}, env={})
     methods = ["closed-book", "rag", "ircot", "reagent-none"]
     llm, index = _bench_parts(data)
     single = run_benchmark("hotpotqa", data, config=config, n=5, seed=3, methods=methods, out=tmp_path / "single",
