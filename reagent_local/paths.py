@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import hashlib
 import os
 import tempfile
@@ -61,3 +62,11 @@ def is_disk_full(exc: BaseException) -> bool:
     text = str(exc)
     return ("No space left on device" in text or "Disk quota exceeded" in text
             or (isinstance(exc, OSError) and exc.errno is None and " requested and " in text and " written" in text))
+
+
+def write_json_atomic(data: object, path: Path) -> None:
+    """Write ``data`` as indented JSON through a temporary file, so a reader never sees half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)

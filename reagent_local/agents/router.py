@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..paths import write_json_atomic
 from ..rules.shapes import comparison_direction, either_or_options, is_yes_no_question
 from ..text import is_yes_no_value, normalize
 from .logistic import LogisticModel
@@ -226,7 +227,4 @@ def load_router(path: Path | str | None = None, kind: str = "reagent") -> Router
 
 def write_router(router: Router, path: Path) -> None:
     """Write a router file atomically (a reader never sees half of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(router.to_json(), indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_json_atomic(router.to_json(), path)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..paths import write_json_atomic
 from ..text import is_yes_no_value
 from ..core.evidence import is_unknown, values_agree
 from .logistic import LogisticModel
@@ -180,10 +181,7 @@ def load_trust_model(path: Path | str | None = None) -> TrustModel:
 
 def write_trust_model(model: TrustModel, path: Path) -> None:
     """Write a trust model file atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_json_atomic(model.to_json(), path)
 
 
 def record_facts(record: Mapping[str, Any], grounded: bool, fits: bool) -> TrustFacts:
