@@ -153,7 +153,7 @@ class PipelineConfig:
     roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them
     # with global backtracking: a plan whose step finds no usable answer is made again this many times; 0 since
     # the dev ablation: replanning changed one of 240 answers, for the worse (docs/benchmarks.md, "Ablations")
-    max_replans: int = 0
+    max_replans: int = 1
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES

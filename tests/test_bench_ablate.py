@@ -157,13 +157,13 @@ def test_check_reports_a_model_that_is_not_deterministic(scenario: dict, tmp_pat
     assert check["ids"] == ["c0", "w0", *BORN_IDS] and check["identical"] == 5
     # asked again, the model first answers "Norland" (in the question: a failed check), so the retry costs calls
     (differ,) = check["differ"]
-    assert differ["id"] == "c0" and differ["fields"]["llm_calls"] == [2, 7]
-    assert differ["fields"]["signals"] == [[], ["check-failed"]]
+    assert differ["id"] == "c0" and differ["fields"]["llm_calls"] == [2, 8]
+    assert differ["fields"]["signals"] == [[], ["check-failed", "plan-failed"]]
     assert result["exact"] is False and any("NOT EXACT" in label for label in result["labels"])
     from reagent_local.bench.ablate_view import markdown, markdown_summary
 
     assert "**NOT EXACT**: 1 of 6 carried-over question(s) answered again differ" in markdown(result)
-    assert "base c0: llm_calls 2 -> 7, " in markdown(result)
+    assert "base c0: llm_calls 2 -> 8, " in markdown(result)
     assert "| **NOT EXACT** |" in markdown_summary(results)
 
 

@@ -600,7 +600,9 @@ def test_an_unsure_answer_is_retried_and_the_surest_checked_attempt_stands(index
     answer = pipeline(llm, index, log, min_confidence=0.3, max_backtrack_depth=1).ask(
         "Who directed the film Blue Harbour?")
     assert answer.answer == "Mara Lind" and answer.backtracks["local"] == 2
-    assert answer.signals == ("low-confidence",)  # the retry's answer in no passage ends the step: no retry
+    # the retry's answer in no passage ends the step: no retry; the step kept an unsure answer, so the chain was
+    # caught, but the decomposer's second plan was the first one again: nothing was solved again
+    assert answer.signals == ("low-confidence", "plan-failed") and answer.backtracks["global"] == 0
     decisions = [e.payload for e in log.events(answer.run_id) if e.type == "decision"]
     assert [d["decision"] for d in decisions] == ["retry", "accept"]
     assert "unsure" in decisions[0]["reasons"][0] and decisions[1]["answer"] == "Mara Lind"
@@ -812,3 +814,60 @@ def test_a_run_whose_model_fails_to_load_is_closed_as_failed(index, log):
         pipeline(_ModelThatWillNotLoad(), index, log).ask("Who directed Actrius?")
     run = log.runs(last=1)[0]
     assert run["status"] == "failed" and "not a GGUF file" in run["error"]
+
+
+def _doubted_one_step_llm(second_mother: str, second_confidence: float) -> ScriptedLLM:
+    """The first plan asks the whole chain in one step and is never sure of its answer (Tom Hale, twice); asked
+    again, the decomposer splits it and the second plan's mother step answers ``second_mother``."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
+                 schema="Decomposition", contains="What failed")
+    llm.add_rule({"subquestions": [MOTHER_Q]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?", confidence=0.9)
+    llm.add_rule({"answer": second_mother, "passages": [1], "subject": "Mara Lind", "relation": "other"},
+                 schema="SubAnswer", contains="Question: Who is the mother of Mara Lind?", confidence=second_confidence)
+    llm.add_rule({"answer": "Ilse Lind", "passages": [1], "subject": "Blue Harbour", "relation": "other"},
+                 schema="SubAnswer", contains=f"Question: {MOTHER_Q}", confidence=0.2)
+    llm.add_rule({"query": "Blue Harbour director mother"}, schema="Reformulation")
+    return llm
+
+
+def _verifier_holds(log, run_id) -> list[str]:
+    return sorted(s.text for s in pipeline_state(log, run_id) if s.agent == "verifier")
+
+
+def test_a_chain_caught_in_doubt_is_solved_again_on_a_second_plan_whose_surer_answer_stands(index, log):
+    answer = pipeline(_doubted_one_step_llm("Ilse Lind", 0.9), index, log, max_backtrack_depth=1).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and not answer.uncertain
+    assert "low-confidence" in answer.signals and "plan-failed" in answer.signals
+    plans = [e.payload for e in log.events(answer.run_id) if e.type == "plan"]
+    assert [p["attempt"] for p in plans] == [1, 2] and "without being sure" in plans[1]["reason"]
+    assert [s.question for s in answer.subquestions] == ["Who directed the film Blue Harbour?",
+                                                         "Who is the mother of Mara Lind?"]
+    labels = {c.id: c.label for c in log.checkpoints(answer.run_id)}
+    rollbacks = [e.payload for e in log.events(answer.run_id) if e.type == "rollback_global"]
+    assert [labels[r["checkpoint_id"]] for r in rollbacks] == ["plan"]  # the branch was kept
+    assert "first chain" in labels.values()
+    held = _verifier_holds(log, answer.run_id)  # the second plan's two steps
+    assert len(held) == 2 and "Mara Lind" in held[0] + held[1] and "Ilse Lind" in held[0] + held[1]
+
+
+def test_a_second_plan_no_surer_than_the_first_is_abandoned_and_the_first_chain_stands(index, log):
+    answer = pipeline(_doubted_one_step_llm("Karin Berg", 0.2), index, log, max_backtrack_depth=1).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind"  # the first chain's answer
+    assert [s.question for s in answer.subquestions] == [MOTHER_Q]
+    labels = {c.id: c.label for c in log.checkpoints(answer.run_id)}
+    rollbacks = [e.payload for e in log.events(answer.run_id) if e.type == "rollback_global"]
+    assert [labels[r["checkpoint_id"]] for r in rollbacks] == ["plan", "first chain"]
+    assert "back to the first chain" in rollbacks[1]["reason"] and "'Karin Berg'" in rollbacks[1]["reason"]
+    assert answer.backtracks["global"] == 2
+    (held,) = _verifier_holds(log, answer.run_id)  # the second chain's statements are gone, the first one's back
+    assert MOTHER_Q in held and "Ilse Lind" in held
+
+
+def test_without_replans_a_chain_in_doubt_keeps_its_first_plan(index, log):
+    llm = _doubted_one_step_llm("Ilse Lind", 0.9)
+    answer = pipeline(llm, index, log, max_backtrack_depth=1, max_replans=0).ask(MOTHER_Q)
+    assert answer.answer == "Ilse Lind" and "plan-failed" not in answer.signals
+    assert len(llm.requests_for("Decomposition")) == 1

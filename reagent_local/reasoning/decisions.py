@@ -39,11 +39,23 @@ class Escalate:
 
 
 @dataclass(frozen=True)
-class Replan:
-    """Back to the plan: the workspace to the plan's checkpoint, this new plan taken and solved."""
+class SecondPlan:
+    """The chain was caught (a step failed or stayed in doubt): a branch. The first chain is checkpointed, every
+    agent goes back to the plan's checkpoint, this plan is taken and solved, and ``then`` gets both answers (the
+    first and the second chain's) to choose between."""
 
     plan: Plan
     failure: str
+    first: Assembly
+    then: Callable[[Assembly, Assembly], "Decision"]
+
+
+@dataclass(frozen=True)
+class Abandon:
+    """The second plan's branch is given up (``reason``): every agent back to the first chain's checkpoint, whose
+    steps and answer stand again."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -64,4 +76,4 @@ class Redo:
     then: Callable[[Assembly], "Decision"]
 
 
-Decision = Union[Done, Uncertain, Escalate, Replan, Meet, Redo]
+Decision = Union[Done, Uncertain, Escalate, SecondPlan, Abandon, Meet, Redo]

@@ -37,7 +37,7 @@ from ..errors import LLMOutputError
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
-from .decisions import Decision, Done, Escalate, Meet, Redo, Replan, Uncertain
+from .decisions import Abandon, Decision, Done, Escalate, Meet, Redo, SecondPlan, Uncertain
 from .outcome import finish
 from ..core.plan import Plan
 from .roads import FALLBACK, SecondRoad
@@ -68,13 +68,13 @@ class QuestionRun:
             self.start(team.decomposer.plan(run.question))
             self.solve_pending()
             if settings.global_backtracking:
-                # A step that found nothing about the answer it builds on suspects that answer: it is redone
-                # first (a rollback to that step), and only a failure that stands sends the run back to the plan.
+                # Steps that contradict each other are escalated first (a rollback to the weakest); a chain still
+                # caught after that (a step failed, or stayed in doubt) is solved again on a second plan's branch.
                 self._follow(self.backtracking.across_steps())
-                if run.failed and team.controller.may_replan():
-                    self._follow(self.backtracking.replan())
-                    self._follow(self.backtracking.across_steps())
-            final = self.assemble()
+                first = self.assemble()
+                final = self._follow(self.backtracking.second_plan(first) or Done(first))
+            else:
+                final = self.assemble()
             run.first_answer = final.answer
             if settings.global_backtracking and settings.two_roads:
                 final = self._follow(self.roads.answer(final))
@@ -104,11 +104,14 @@ class QuestionRun:
                 self.deliver()
                 self.solve_pending()
                 decision = decision.then()
-            elif isinstance(decision, Replan):
-                run.back_to_plan(decision.failure)
+            elif isinstance(decision, SecondPlan):  # a branch: the first chain checkpointed, the new plan solved
+                run.branch_off(decision.first, decision.failure)
                 self.start(decision.plan)
                 self.solve_pending()
-                decision = None
+                self._follow(self.backtracking.across_steps())
+                decision = decision.then(decision.first, self.assemble())
+            elif isinstance(decision, Abandon):  # the branch given up: back to the first chain's checkpoint
+                decision = Done(run.abandon_branch(decision.reason))
             elif isinstance(decision, Meet):  # both roads assert in one round; the supervisor settles a conflict
                 run.verdict = None
                 run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=decision.chain,
