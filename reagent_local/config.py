@@ -158,12 +158,6 @@ class PipelineConfig:
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES
     signals_off: tuple[str, ...] = DEFAULT_SIGNALS_OFF  # of SWITCHABLE_SIGNALS: found, but sending nothing back
-    # with global backtracking and two roads, who settles them (reagent_local/agents/router.py): "off", the
-    # hand-set trust policy and the model's choice; "learned", the whole question read first and the
-    # supervisor's learned router deciding whether to stop there and which answer stands; "collect", the
-    # whole question read first, never stopping, the chain's answer kept (train runs for `bench fit-router`)
-    router: str = "off"
-    router_file: Path | None = None  # a router fitted by `reagent bench fit-router --out`; None: the package's
     trust_file: Path | None = None  # a trust model fitted by `reagent bench fit-trust --out`; None: the package's
 
     @property
@@ -190,9 +184,25 @@ _CHOICES = {
     ("retrieval", "mode"): {"dense", "sparse", "hybrid"},
     ("retrieval", "embedder_backend"): {"torch", "onnx", "onnx-int8"},
     ("pipeline", "backtracking"): set(BACKTRACKING),
-    ("pipeline", "router"): {"off", "learned", "collect"},
     ("llm", "extra_buffers"): {"auto", "on", "off"},
 }
+
+
+# Settings that were removed: the value under which a run behaved as the code does now, and why the setting went.
+# A config file, variable or option that still sets one is told so; an old run's config.json holding that value
+# still rebuilds (``inert_removed``: `bench ablate` against a baseline run before the removal).
+_ROUTER_GONE = "the learned router was removed on 2026-12-07 (it lost on dev and stayed off: docs/changelog.md)"
+REMOVED: dict[tuple[str, str], tuple[Any, str]] = {
+    ("pipeline", "router"): ("off", _ROUTER_GONE + "; the supervisor settles the two roads as router = \"off\" did"),
+    ("pipeline", "router_file"): (None, _ROUTER_GONE),
+}
+
+
+def inert_removed(dotted: str, value: Any) -> bool:
+    """Whether ``section.name = value`` is a removed setting at the value that behaves as the code does now."""
+    section, _, name = dotted.partition(".")
+    gone = REMOVED.get((section, name))
+    return gone is not None and value == gone[0]
 
 
 def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> Any:
@@ -268,6 +278,9 @@ def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str
         known = {f.name: f for f in fields(current)}
         changes = {}
         for name, value in values.items():
+            if (section, name) in REMOVED:
+                raise ConfigError(f"{section}.{name} in {origin} is no longer a setting",
+                                  hint=f"{REMOVED[section, name][1]}; delete it")
             if name not in known:
                 raise ConfigError(f"unknown setting {section}.{name} in {origin}", hint=f"known: {sorted(known)}")
             changes[name] = _coerce(section, name, known[name], value)

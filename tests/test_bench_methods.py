@@ -141,7 +141,6 @@ class FakeAnswer:
     signals: tuple = ("two-roads",)
     answer_before_backtracking: str | None = "Yes"
     roads: dict | None = None
-    route: dict | None = field(default_factory=lambda: {"winner": "chain"})
     trust: dict | None = field(default_factory=lambda: {"probability": 0.7, "label": "trusted"})
 
 
@@ -185,7 +184,7 @@ def test_reagent_adapter_maps_the_answer(fake_pipeline: type[FakePipeline], tmp_
     assert (result.llm_calls, result.prompt_tokens, result.completion_tokens) == (7, 900, 60)
     assert [p.title for p in result.cited] == ["Rush (band)"]
     assert result.rules_fired == ["chain-last-step"] and result.signals == ["two-roads"]
-    assert result.answer_before_backtracking == "Yes" and result.route == {"winner": "chain"}
+    assert result.answer_before_backtracking == "Yes"
     assert result.trust == {"probability": 0.7, "label": "trusted"}  # the trust score reaches the record
     assert result.without_backtracking.answer == "Rush" and result.without_backtracking.run_id == "run-1"
     failed = both.answer("this will fail")

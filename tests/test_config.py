@@ -54,6 +54,29 @@ def test_bad_values_are_reported_with_their_origin(tmp_path, toml, env, message)
         load_config(env=env, toml_path=write_toml(tmp_path, toml))
 
 
+@pytest.mark.parametrize("toml, env", [("[pipeline]\nrouter = 'learned'\n", {}),
+                                       ("", {"REAGENT_PIPELINE_ROUTER_FILE": "router.json"})])
+def test_a_removed_setting_says_it_was_removed(tmp_path, toml, env):
+    with pytest.raises(ConfigError, match=r"pipeline\.router(_file)? in .* is no longer a setting") as gone:
+        load_config(env=env, toml_path=write_toml(tmp_path, toml))
+    assert "learned router was removed" in gone.value.hint
+
+
+def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_still_rebuilds():
+    from dataclasses import asdict
+
+    from reagent_local.bench.ablate_baseline import rebuild_config
+    from reagent_local.config import Config
+    from reagent_local.errors import BenchRunError
+
+    old = asdict(Config())
+    old["pipeline"].update(router="off", router_file=None)  # a config.json written before the router went
+    assert rebuild_config(old).pipeline == Config().pipeline
+    old["pipeline"]["router"] = "learned"  # answers the code can no longer give
+    with pytest.raises(BenchRunError, match="pipeline.router .* no longer a setting"):
+        rebuild_config(old)
+
+
 def test_config_is_frozen(tmp_path):
     config = load_config(env={}, toml_path=write_toml(tmp_path, ""))
     with pytest.raises(Exception):

@@ -56,10 +56,6 @@ RECORDED: list[tuple[str, ev.EventBody]] = [
     ("supervisor", ev.Signal(signal="same-answer-twice", fired=False)),
     ("decomposer", ev.Rewrite(question="and its capital?", standalone="What is the capital of California?",
                               conversation="c-0123456789", turn=2, earlier=["Where were the 1984 Olympics?"])),
-    ("supervisor", ev.Route(stage="stop", probability=0.42, threshold=0.9, taken=False,
-                            reason="learned stop: P = 0.42 < 0.90, the chain runs",
-                            features={"first_confidence": 0.61, "question_yes_no": 0.0},
-                            contributions={"first_confidence": -0.3, "question_yes_no": 0.1})),
     ("controller", ev.Answer(answer="508,000", uncertain=True, reason="a step could not be verified",
                              rules=("either-or-options",))),
     ("supervisor", ev.TrustScored(probability=0.31, threshold=0.54, label="likely wrong", grounded=False,
@@ -212,6 +208,15 @@ def test_unknown_kinds_and_payloads_that_do_not_fit():
     assert isinstance(ev.decode(_old("decision", {"step": 0, "decision": "maybe", "answer": "", "confidence": 1})),
                       ev.UnknownEvent)
     assert ev.decode(_old("skipped", {"step": 1, "reason": "r", "later_key": True})) == ev.Skipped(step=1, reason="r")
+
+
+def test_a_route_event_of_the_removed_learned_router_still_reads_and_describes():
+    from reagent_local.trace.describe import summarize
+
+    payload = {"stage": "stop", "probability": 0.42, "threshold": 0.9, "taken": False, "reason": "learned stop"}
+    old = ev.decode(_old("route", payload))  # logs written before 2026-12-07 may hold these
+    assert old == ev.UnknownEvent("route", payload)
+    assert summarize(old).startswith('route: {"stage": "stop"')
 
 
 def test_registry_covers_every_class_once():

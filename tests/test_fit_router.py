@@ -1,4 +1,4 @@
-"""`bench fit-router` and the `adaptive` method: the router learned from train runs, and used without the agents."""
+"""`bench fit-router` and the `adaptive` method: the router learned from train runs, and used between RAG and IRCoT."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def synthetic(n: int = 120, seed: int = 3) -> list[Example]:
 
 
 def test_the_fit_learns_to_stop_when_the_first_road_is_sure_and_saves_calls():
-    fit = fit_router(synthetic(), "reagent")
+    fit = fit_router(synthetic(), "adaptive")
     stop = fit.router.stop
     assert stop is not None and dict(zip(stop.features, stop.weights))["first_confidence"] > 0.5
     assert stop.probability({**dict(zip(stop.features, stop.mean)), "first_confidence": 0.95}) >= stop.threshold
@@ -50,7 +50,7 @@ def test_the_fit_learns_to_stop_when_the_first_road_is_sure_and_saves_calls():
     assert fit.report["calls_second_alone"] == 10 and fit.report["calls_always_first"] == 1
     text = render_fit(fit)
     assert "| learned router" in text and "first_confidence" in text
-    assert "| the chain alone | | 10.0 |" in text and "| always the chain, after the whole question |" in text
+    assert "| the IRCoT alone | | 10.0 |" in text and "| always the IRCoT, after the RAG |" in text
 
 
 def test_questions_where_the_first_road_gave_no_answer_neither_stop_nor_hide_its_features():
@@ -59,7 +59,7 @@ def test_questions_where_the_first_road_gave_no_answer_neither_stop_nor_hide_its
         e = examples[i]
         examples[i] = Example(e.id, {k: v for k, v in e.stop.items() if k.startswith("question_")}, None,
                               0.0, e.second_f1, False, True, 1, 11)
-    fit = fit_router(examples, "reagent")
+    fit = fit_router(examples, "adaptive")
     assert "first_confidence" in fit.router.stop.features
     assert fit.report["stop_examples"] == len(examples) - 12
 
@@ -73,7 +73,7 @@ def test_a_fit_where_stopping_never_pays_stores_no_stop_model():
 
 def test_too_few_train_questions_are_refused():
     with pytest.raises(BenchRunError, match="too few"):
-        fit_router(synthetic(6), "reagent")
+        fit_router(synthetic(6), "adaptive")
 
 
 # -- from real run folders, through the runner and the CLI ----------------------------------------
@@ -94,7 +94,7 @@ def write_rivers(path):
 
 @pytest.fixture(scope="module")
 def train_run(tmp_path_factory):
-    """rag, ircot and reagent-collect on twelve river questions, with the scripted model that reads the prompt."""
+    """rag and ircot on twelve river questions, with the scripted model that reads the prompt."""
     root = tmp_path_factory.mktemp("train")
     data = write_rivers(root / "rivers.json")
     retriever = InMemoryIndex()
@@ -102,24 +102,20 @@ def train_run(tmp_path_factory):
         retriever.add(p.title, p.text, n)
     config = load_config({"retrieval.top_k": 1, "pipeline.max_retrieval_rounds": 2}, env={})
     out = root / "train-rivers"
-    run_benchmark("hotpotqa", data, config=config, methods=["rag", "ircot", "reagent-collect"], out=out,
+    run_benchmark("hotpotqa", data, config=config, methods=["rag", "ircot"], out=out,
                   llm=ScriptedLLM(rules=[Rule(river_answers)]), retriever=retriever)
     return out
 
 
-def test_collect_records_carry_both_roads_and_the_baselines_their_readings(train_run):
+def test_the_baselines_records_carry_their_readings(train_run):
     records = [json.loads(line) for line in (train_run / "records.jsonl").read_text().splitlines()]
-    collect = [r for r in records if r["method"] == "reagent-collect"]
-    assert len(collect) == N and all(r["route"]["stop"]["features"] for r in collect)
-    assert all({"whole", "chain"} <= set(r["route"]) for r in collect)
-    assert all(r["without_backtracking_cost"] is None for r in collect)  # collecting needs no second run
     rag = [r for r in records if r["method"] == "rag"]
     assert all(set(r["reading"]) >= {"confidence", "grounded", "fits", "cited"} for r in rag)
     assert all("steps" in r["reading"] for r in records if r["method"] == "ircot")
 
 
-@pytest.mark.parametrize("kind", ["reagent", "adaptive"])
-def test_fit_router_writes_a_router_file_and_its_report_naming_where_it_came_from(train_run, tmp_path, kind, capsys):
+def test_fit_router_writes_a_router_file_and_its_report_naming_where_it_came_from(train_run, tmp_path, capsys):
+    kind = "adaptive"
     out, report = tmp_path / f"{kind}.json", tmp_path / f"{kind}.md"
     code, output = reagent(capsys, "bench", "fit-router", str(train_run), "--kind", kind, "--out", str(out),
                            "--report", str(report), "--folds", "3")
@@ -150,10 +146,17 @@ def test_fit_router_refuses_a_folder_without_the_records_it_needs(train_run, tmp
     shutil.copytree(train_run, folder)
     lines = [line for line in (folder / "records.jsonl").read_text().splitlines() if '"method": "rag"' in line]
     (folder / "records.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(BenchRunError, match="no reagent-collect records"):
-        fit_folders([folder], "reagent")
+    with pytest.raises(BenchRunError, match="no rag and ircot records"):
+        fit_folders([folder], "adaptive")
     code, output = reagent(capsys, "bench", "fit-router", str(folder), "--out", str(tmp_path / "r.json"))
-    assert code != 0 and "Traceback" not in output and "error:" in output and "reagent-collect" in output
+    assert code != 0 and "Traceback" not in output and "error:" in output and "--methods rag,ircot" in output
+
+
+def test_fit_router_names_the_removed_reagent_kind(train_run, tmp_path, capsys):
+    code, output = reagent(capsys, "bench", "fit-router", str(train_run), "--kind", "reagent",
+                           "--out", str(tmp_path / "r.json"))
+    assert code != 0 and "Traceback" not in output and "was removed" in output and "--kind adaptive" in output
+    assert not (tmp_path / "r.json").exists()
 
 
 # -- adaptive -------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """A small logistic regression: fitted in numpy, stored as JSON, read by a person.
 
-The supervisor's learned decisions (reagent_local/agents/router.py) are each one of these: named
-features, standardised by the training set's mean and spread, one weight per feature, a bias and a
-threshold. Fitting is Newton's method on the L2-penalised log-likelihood (a few dozen features and a
+The answer's trust score (trust.py) and the ``adaptive`` baseline's two decisions (router.py) are each
+one of these: named features, standardised by the training set's mean and spread, one weight per
+feature, a bias and a threshold. Fitting is Newton's method on the L2-penalised log-likelihood (a few dozen features and a
 few hundred questions: it converges in under twenty steps).
 """
 

@@ -16,8 +16,8 @@ Each body is logged with its payload and read back by ``reagent_local.core.messa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from ..core.knowledge import Statement
 from ..core.messages import MessageBody, body
@@ -39,9 +39,6 @@ class Road:
     grounded: bool = True  # the answer is in the run's passages
     trusted: bool = False  # for the chain: the supervisor trusts it (see Supervisor.trust)
     note: str = ""  # how the answer came about, for the trace
-    # what the learned router reads of this road (agents/router.py): "first_*" for the whole question's,
-    # "second_*" and "chain_*" for the chain's; empty when no router settles the roads
-    features: Mapping[str, float] = field(default_factory=dict)
 
 
 @body("inform")

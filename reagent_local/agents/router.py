@@ -1,20 +1,18 @@
-"""The supervisor's learned router: how much reasoning a question needs, from evidence the run already has.
+"""The learned router of the ``adaptive`` baseline: how much reasoning a question needs, from evidence in hand.
 
-Two roads answer a question: the *whole* question read once over its own search (as single-step
-RAG does), and the *chain* of sub-questions the other agents solve. The router makes two
-decisions, each a small logistic regression (``logistic.LogisticModel``) fitted on train
-questions by ``reagent bench fit-router``:
+Two roads answer a question: the *first*, single-step RAG (one search, one call), and the *second*, IRCoT.
+The router makes two decisions, each a small logistic regression (``logistic.LogisticModel``) fitted on
+train questions by ``reagent bench fit-router``:
 
-- **stop**: after the whole question is read (first), is its answer good enough that the chain's
-  calls can be saved? Features of the whole road alone.
-- **choose**: the roads disagree; is the whole question's answer the better one? Features of both
-  roads and of how the chain came about (its steps, retries, rollbacks, graph facts).
+- **stop**: after RAG answered, is its answer good enough that IRCoT's calls can be saved? Features of the
+  first road alone.
+- **choose**: the roads disagree; is RAG's answer the better one? Features of both roads.
 
-A router is a JSON file: the two models with their thresholds, and where they came from (the
-commit, the command, the train question files). The package ships one per kind: ``reagent``
-(the agents' two roads) and ``adaptive`` (the same decisions between single-step RAG and IRCoT,
-the ``adaptive`` benchmark method). A missing model means "never": never stop, never prefer the
-whole question.
+A router is a JSON file: the two models with their thresholds, and where they came from (the commit, the
+command, the train question files); the package ships ``routers/adaptive.json``. A missing model means
+"never": never stop, never prefer the first road. (The supervisor had a router of its own between the chain
+and the whole question; it lost on dev and was removed on 2026-12-07: docs/changelog.md.) The question's
+features (``question_features``) are the trust score's too (trust.py).
 """
 
 from __future__ import annotations
@@ -31,11 +29,11 @@ from ..rules.shapes import comparison_direction, either_or_options, is_yes_no_qu
 from ..text import is_yes_no_value, normalize
 from .logistic import LogisticModel
 
-KINDS = ("reagent", "adaptive")
+KINDS = ("adaptive",)
 ROUTERS_DIR = Path(__file__).parent / "routers"
 
 
-def default_path(kind: str = "reagent") -> Path:
+def default_path(kind: str = "adaptive") -> Path:
     """The router file the package ships for ``kind``."""
     if kind not in KINDS:
         raise ValueError(f"unknown router kind {kind!r}; one of {', '.join(KINDS)}")
@@ -71,34 +69,6 @@ class Reading:
                    bool(data.get("fits")), int(data.get("cited", 0)), bool(data.get("unknown")))
 
 
-@dataclass(frozen=True)
-class ChainShape:
-    """How the chain's answer came about: plan shape, retries, rollbacks, graph facts."""
-
-    steps: int = 0
-    answered: int = 0
-    uncertain: int = 0  # steps whose answer was kept without passing its checks
-    by_rule: bool = False  # an assemble rule decided the answer (not the model)
-    replanned: bool = False
-    local_backtracks: int = 0
-    global_backtracks: int = 0
-    graph_facts: int = 0  # knowledge-graph facts among the steps' evidence
-
-    def features(self) -> dict[str, float]:
-        return {"chain_steps": float(self.steps), "chain_answered_share": self.answered / max(1, self.steps),
-                "chain_uncertain": float(self.uncertain), "chain_by_rule": float(self.by_rule),
-                "chain_replanned": float(self.replanned), "chain_local_backtracks": float(min(self.local_backtracks, 4)),
-                "chain_global_backtracks": float(min(self.global_backtracks, 4)),
-                "chain_graph_facts": float(min(self.graph_facts, 5))}
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ChainShape":
-        return cls(**{k: type(getattr(cls(), k))(v) for k, v in data.items() if k in cls.__dataclass_fields__})
-
-
 def question_features(question: str) -> dict[str, float]:
     """What the question itself says: its length, and whether it asks yes/no, to choose between two options or
     to compare."""
@@ -125,14 +95,10 @@ def stop_features(question: str, first: Reading) -> dict[str, float]:
     return {**question_features(question), **first.features("first")}
 
 
-def choice_features(question: str, first: Reading, second: Reading,
-                    shape: ChainShape | None = None) -> dict[str, float]:
-    """The choice's features: the question, both readings, their overlap and (for the agents) the chain's shape."""
-    out = {**stop_features(question, first), **second.features("second"),
-           "overlap": overlap(first.answer, second.answer)}
-    if shape is not None:
-        out.update(shape.features())
-    return out
+def choice_features(question: str, first: Reading, second: Reading) -> dict[str, float]:
+    """The choice's features: the question, both readings and their overlap."""
+    return {**stop_features(question, first), **second.features("second"),
+            "overlap": overlap(first.answer, second.answer)}
 
 
 @dataclass(frozen=True)
@@ -142,7 +108,7 @@ class RouteDecision:
     stage: str  # "stop" or "choose"
     probability: float | None  # None: the router has no model for this stage
     threshold: float
-    taken: bool  # stop: stopped; choose: the first (whole question / RAG) answer was taken
+    taken: bool  # stop: stopped; choose: the first road's (RAG's) answer was taken
     features: dict[str, float] = field(default_factory=dict)
     contributions: dict[str, float] = field(default_factory=dict)
 
@@ -154,9 +120,10 @@ class RouteDecision:
 
     def reason(self, first: str) -> str:
         if self.probability is None:
-            return f"no learned {self.stage} model: the {'chain' if self.stage == 'stop' else 'second'} road runs"
+            return f"no learned {self.stage} model: the second road runs"
         sign = ">=" if self.taken else "<"
-        what = ("the chain's calls are saved" if self.taken else "the chain runs") if self.stage == "stop" else \
+        what = ("the second road's calls are saved" if self.taken else "the second road runs") \
+            if self.stage == "stop" else \
             (f"the {first} answer is taken" if self.taken else "the other answer is taken")
         return f"learned {self.stage}: P = {self.probability:.3f} {sign} {self.threshold:.2f}, {what}"
 
@@ -203,7 +170,7 @@ def _decide(stage: str, model: LogisticModel | None, features: Mapping[str, floa
                          model.contributions(features))
 
 
-def load_router(path: Path | str | None = None, kind: str = "reagent") -> Router:
+def load_router(path: Path | str | None = None, kind: str = "adaptive") -> Router:
     """A router file (the package's for ``kind`` when ``path`` is None); a broken file is a ConfigError."""
     where = Path(path) if path else default_path(kind)
     try:
@@ -214,8 +181,7 @@ def load_router(path: Path | str | None = None, kind: str = "reagent") -> Router
                         dict(data.get("provenance") or {}), str(where))
     except FileNotFoundError:
         raise ConfigError(f"no router file at {where}",
-                          hint="fit one with `reagent bench fit-router RUN... --out FILE`, or leave "
-                               "pipeline.router_file unset for the package's") from None
+                          hint="fit one with `reagent bench fit-router RUN... --out FILE`") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{where} is not a router file: {exc}",
                           hint="write it again with `reagent bench fit-router`") from None

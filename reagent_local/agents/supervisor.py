@@ -18,11 +18,6 @@ chooses between the two answers. A chain that loses is rolled back at its weakes
 (:meth:`Supervisor.roll_back_chain`) while the controller allows. Whether a chain is
 trusted is the supervisor's call too (:meth:`Supervisor.trust_chain`, with the ``trust`` rules), and so is
 the final answer's trust score (:meth:`Supervisor.score_answer`, agents/trust.py), given when the run closes.
-
-With a learned router (``pipeline.router = "learned"``, agents/router.py) the supervisor decides
-from the roads' features instead: whether the whole question's answer, read first, lets the run
-stop before any plan (:meth:`Supervisor.route_stop`), and which of two disagreeing answers stands
-(:meth:`Supervisor.settle_roads`, no model call and no rollback of the chain).
 """
 
 from __future__ import annotations
@@ -43,7 +38,6 @@ from . import PROMPTS, Caller
 from .controller import Controller
 from ..core.evidence import Evidence, format_evidence
 from .messages import CHAIN, WHOLE, Road, RoadAnswer
-from .router import RouteDecision, Router, overlap, question_features
 from .trust import Trust, TrustFacts, TrustModel, unscored
 from .schemas import option_answer
 
@@ -96,7 +90,6 @@ class RoadsVerdict:
     reason: str
     judged: bool = False  # a model call chose
     rollback: RollbackPlan | None = None  # the chain lost: its weakest step is rolled back
-    route: RouteDecision | None = None  # the learned router chose (no rollback follows)
 
 
 Decision = Union[RollbackPlan, RoadsVerdict]
@@ -107,11 +100,9 @@ class Supervisor:
 
     def __init__(self, checker: ConflictChecker, controller: Controller, call: Caller | None = None, *,
                  margin: float = 0.3, trust: float = 0.5, options_trust: float = 0.3,
-                 rules: RuleSet | None = None, router: Router | None = None,
-                 trust_model: TrustModel | None = None) -> None:
+                 rules: RuleSet | None = None, trust_model: TrustModel | None = None) -> None:
         self.checker = checker
         self.trust_model = trust_model  # the answer's trust score (agents/trust.py); None: unscored
-        self.router = router  # learned decisions (agents/router.py); None: the hand-set policy below
         self.controller = controller
         self.call = call
         self.margin = margin  # when both roads are in doubt, a confidence lead this large settles them
@@ -129,7 +120,7 @@ class Supervisor:
         if whole.evidence is None:
             raise ValueError("the whole question's road must carry the evidence it was read over")
         verdict = self.settle_roads(chain.question, chain.road, whole.road, whole.evidence)
-        if verdict.route is None and verdict.winner is whole.road and chain.steps and self.controller.may_roll_back():
+        if verdict.winner is whole.road and chain.steps and self.controller.may_roll_back():
             return replace(verdict, rollback=self.roll_back_chain(chain.steps, view, plan, verdict.reason))
         return verdict
 
@@ -195,24 +186,9 @@ class Supervisor:
         """The final answer's trust score: the probability, from what the run knows at its end, that it is right."""
         return self.trust_model.score(facts) if self.trust_model is not None else unscored(facts)
 
-    def route_stop(self, question: str, whole: Road | None) -> RouteDecision:
-        """With a router: does the whole question's answer, read before any plan, settle the question?
-        Never without an answer."""
-        features = {**question_features(question), **(whole.features if whole else {})}
-        if whole is None or self.router is None:
-            return RouteDecision("stop", None, 1.0, False, features)
-        return self.router.decide_stop(features)
-
     def settle_roads(self, question: str, chain: Road, whole: Road, evidence: Evidence) -> RoadsVerdict:
-        """The road whose answer stands. With a router: its learned choice from both roads' features. Without:
-        the answers' type and grounding, then trust, then confidence, then (only when both roads are in doubt
-        and close) one grammar-bound model call choosing between the two."""
-        if self.router is not None:
-            features = {**question_features(question), **whole.features, **chain.features,
-                        "overlap": overlap(whole.answer, chain.answer)}
-            decision = self.router.decide_choice(features)
-            winner, loser = (whole, chain) if decision.taken else (chain, whole)
-            return RoadsVerdict(winner, loser, decision.reason("whole question's"), route=decision)
+        """The road whose answer stands: the answers' type and grounding, then trust, then confidence, then (only
+        when both roads are in doubt and close) one grammar-bound model call choosing between the two."""
         for label, ok in (("does not fit the question", lambda r: r.problem is None),
                           ("is not in the passages", lambda r: r.grounded)):
             if ok(chain) != ok(whole):

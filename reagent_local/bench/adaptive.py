@@ -2,9 +2,9 @@
 
 RAG answers first (one retrieval, one call). The router's stop model reads that answer (the
 model's confidence, grounding, type fit, the question's shape) and either stops there or runs
-IRCoT; when the two answers differ, the choice model says which stands. The same decisions,
-fitted the same way, as the agents' router (``reagent_local/agents/router.py``): what ReAgent adds
-beyond this routing is what its agents add.
+IRCoT; when the two answers differ, the choice model says which stands (``reagent_local/agents/router.py``,
+fitted by ``reagent bench fit-router``): a baseline for what ReAgent's agents add beyond choosing how much
+reasoning a question gets.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""``reagent bench fit-router``: the router's two decisions learned from train runs.
+"""``reagent bench fit-router``: the ``adaptive`` baseline's two decisions learned from train runs.
 
-Each train question gives one example: the *first* road's answer (the whole question read
-first, or single-step RAG), the *second* road's (the agents' chain, or IRCoT), each scored
-against the gold answers, and the features the run recorded for the two decisions.
+Each train question gives one example: the *first* road's answer (single-step RAG), the
+*second* road's (IRCoT), each scored against the gold answers, and the features of the two
+decisions, from what the ``rag`` and ``ircot`` records say of their answers (``reading``).
 
 - **choose** is fitted on the questions whose two answers differ and score differently: the
   label is "the first answer scores higher", each example weighed by how much higher.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..core.evidence import is_unknown, values_agree
+from ..core.evidence import values_agree
 from ..agents.logistic import LogisticModel, fit_logistic, out_of_fold
 from ..agents.router import KINDS, Reading, Router, choice_features, stop_features
 from ..errors import BenchRunError
@@ -56,24 +56,6 @@ class Example:
         if not self.second_known or (self.choose is not None and p_choose is not None and p_choose >= t_choose):
             return self.first_f1, self.full_calls
         return self.second_f1, self.full_calls
-
-
-def reagent_examples(records: Sequence[Mapping[str, Any]]) -> list[Example]:
-    """Examples from ``reagent-collect`` records: the whole question read first, then the chain."""
-    out = []
-    for r in records:
-        route = r.get("route") or {}
-        if r.get("error") or "stop" not in route:
-            continue
-        whole, chain = route.get("whole"), route.get("chain")
-        known_whole = whole is not None and not is_unknown(whole)
-        known_chain = chain is not None and not is_unknown(chain)
-        choose = (route.get("choose") or {}).get("features") if known_whole and known_chain and \
-            not values_agree(whole, chain) else None
-        out.append(Example(str(r["id"]), dict(route["stop"]["features"]), dict(choose) if choose else None,
-                           _f1(whole, r), _f1(chain, r), known_whole, known_chain,
-                           1.0, float(r.get("llm_calls", 0))))
-    return out
 
 
 def adaptive_examples(records: Sequence[Mapping[str, Any]]) -> list[Example]:
@@ -198,13 +180,10 @@ def collect(folders: Sequence[Path], kind: str) -> tuple[list[Example], dict[str
         folder = Path(folder)
         records = read_records(folder / RECORDS_FILE)
         run = read_run_config(folder)
-        found = reagent_examples([r for r in records if r["method"] == "reagent-collect"]) if kind == "reagent" \
-            else adaptive_examples(records)
+        found = adaptive_examples(records)
         if not found:
-            need = "reagent-collect" if kind == "reagent" else "rag and ircot"
-            raise BenchRunError(f"{folder} has no {need} records to fit a {kind} router from",
-                                hint=f"run `reagent bench run ... --methods {need.replace(' and ', ',')}` "
-                                     "on train questions first")
+            raise BenchRunError(f"{folder} has no rag and ircot records to fit a {kind} router from",
+                                hint="run `reagent bench run ... --methods rag,ircot` on train questions first")
         examples += found
         ids = run.get("ids") or {}
         sources.append({"folder": folder.name, "dataset": run.get("dataset"), "questions": len(found),
@@ -229,7 +208,7 @@ def render_fit(fit: Fit) -> str:
     """The fit as Markdown: the policy against always one road and the oracle, then each model's weights."""
     r, router = fit.report, fit.router
     policy = r["cv"]["policy"]
-    first, second = ("whole question", "chain") if router.kind == "reagent" else ("RAG", "IRCoT")
+    first, second = "RAG", "IRCoT"
     lines = [f"# The {router.kind} router", "",
              f"{r['examples']} train questions ({r['choose_examples']} where the two answers differ and score "
              f"differently). Mean F1 ({r['cv']['folds']}-fold CV, thresholds chosen on the same folds, so optimistic):",

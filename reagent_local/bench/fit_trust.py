@@ -40,7 +40,9 @@ PENALTIES = (0.5, 2.0, 8.0, 32.0)
 THRESHOLDS = tuple(round(0.05 + 0.01 * i, 2) for i in range(91))  # 0.05 .. 0.95
 TARGET = 0.70  # the issue's: trusted answers right at least this often
 MIN_SHARE = 0.10  # a threshold that trusts fewer questions than this is not chosen for its precision
-METHODS = ("reagent-both", "reagent-collect")  # the records read, the first a run folder has
+# the records read, the first a run folder has (reagent-collect: the removed router's train runs, which the
+# shipped trust model was fitted on)
+METHODS = ("reagent-both", "reagent-collect")
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ class MethodResult:
     roads: dict[str, Any] | None = None  # the two roads and the verdict, when they disagreed
     # the same question with backtracking off (ReAgent methods; exact fixed/broken counts from one run)
     without_backtracking: WithoutBacktracking | None = None
-    route: dict[str, Any] | None = None  # the learned router's decisions (ReAgent with a router, adaptive)
+    route: dict[str, Any] | None = None  # the adaptive baseline's learned decisions (and old ReAgent records')
     # what a router reads of a baseline's answer (rag, ircot): agents.router.Reading.to_json() and its steps
     reading: dict[str, Any] | None = None
     trust: dict[str, Any] | None = None  # the supervisor's trust score of the answer (ReAgent): agents.trust.Trust

@@ -19,20 +19,17 @@ from .without_backtracking import ShadowRun
 class ReagentMethod:
     """Answers with ``Pipeline.ask`` under one backtracking mode (``reagent-<mode>``), optionally without some rules."""
 
-    def __init__(self, ctx: MethodContext, backtracking: str, without_rules: Sequence[str] = (),
-                 router: str | None = None) -> None:
+    def __init__(self, ctx: MethodContext, backtracking: str, without_rules: Sequence[str] = ()) -> None:
         if backtracking not in BACKTRACKING:
             raise ValueError(f"backtracking must be one of {tuple(BACKTRACKING)}, got {backtracking!r}")
         from ..reasoning.wiring import build_pipeline  # deferred: the baselines do not need it
 
-        self.name = "reagent-collect" if router == "collect" else f"reagent-{backtracking}"
+        self.name = f"reagent-{backtracking}"
         rules = tuple(ctx.config.pipeline.rules) + tuple(f"-{name}" for name in without_rules)
-        settings = replace(ctx.config.pipeline, backtracking=backtracking, rules=rules,
-                           router=router or ctx.config.pipeline.router)
+        settings = replace(ctx.config.pipeline, backtracking=backtracking, rules=rules)
         config = replace(ctx.config, pipeline=settings)
         self.pipeline = build_pipeline(config, llm=ctx.llm, index=ctx.retriever, log=ctx.event_log())
-        # collecting train runs for the router needs both roads' answers, not the answer without backtracking
-        self.shadow = ShadowRun(self.pipeline, config) if backtracking != "none" and router != "collect" else None
+        self.shadow = ShadowRun(self.pipeline, config) if backtracking != "none" else None
 
     def answer(self, question: str) -> MethodResult:
         """Run the pipeline; a model failure or a refused question becomes an error record, not a crash."""
@@ -40,10 +37,8 @@ class ReagentMethod:
             answer = self.pipeline.ask(question)
             if self.shadow is not None:
                 without = self.shadow.answer(question, answer)
-            elif self.pipeline.config.pipeline.backtracking == "none":
+            else:  # backtracking off: the answer is its own answer without backtracking
                 without = WithoutBacktracking(answer=answer.answer.strip())
-            else:  # collecting: not asked for
-                without = None
         except (LLMOutputError, QuestionError) as exc:
             return MethodResult(prediction="", error=error_text(exc))
         finally:
@@ -63,7 +58,6 @@ class ReagentMethod:
             signals=list(answer.signals),
             answer_before_backtracking=answer.answer_before_backtracking,
             roads=answer.roads,
-            route=answer.route,
             trust=answer.trust,
             without_backtracking=without,
         )

@@ -25,8 +25,6 @@ METHODS: dict[str, MethodFactory] = {
     "rag": SingleStepRAG,
     "ircot": IRCoT,
     **{f"reagent-{mode}": partial(ReagentMethod, backtracking=mode) for mode in BACKTRACKING},
-    # both roads answered for every question, nothing stopped or chosen: the train runs `bench fit-router` reads
-    "reagent-collect": partial(ReagentMethod, backtracking="both", router="collect"),
     "adaptive": Adaptive,
 }
 DEFAULT_METHODS = ("closed-book", "rag", "ircot", "reagent-both")

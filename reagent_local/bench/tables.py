@@ -27,7 +27,7 @@ LABELS = {
     "reagent-none": "ReAgent, backtracking none",
     "reagent-local": "ReAgent, backtracking local",
     "reagent-global": "ReAgent, backtracking global",
-    "reagent-collect": "ReAgent, collecting both roads",
+    "reagent-collect": "ReAgent, collecting both roads",  # records of the removed router's train runs
 }
 
 

@@ -18,21 +18,18 @@ from .common import echo_json, info
 @click.option("--backtracking", type=click.Choice(list(BACKTRACKING)), help="Ablation switch.")
 @click.option("--rules", default=None, metavar="SPEC",
               help="Question-shape rules: 'all', names, '-NAME' to switch one off (`reagent rules` lists them).")
-@click.option("--router", type=click.Choice(["off", "learned"]), default=None,
-              help="Who settles the two roads: the supervisor's learned router (the whole question read first; it may "
-                   "stop there), or the hand-set policy (default: config pipeline.router).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--local", is_flag=True,
               help="Load the model in this process even when a `reagent serve` of this home could answer.")
 def ask(question: str, index: str | None, model: str | None, backtracking: str | None, rules: str | None,
-        router: str | None, as_json: bool, local: bool) -> None:
+        as_json: bool, local: bool) -> None:
     """Answer QUESTION with the six-agent ReAgent pipeline."""
     from ..api import ReAgent
     from ..reasoning.pipeline import validate_question
     from .common import config_from
 
     config = config_from(retrieval__index=index, llm__model=model, pipeline__backtracking=backtracking,
-                         pipeline__rules=rules, pipeline__router=router, llm__use_server=False if local else None)
+                         pipeline__rules=rules, llm__use_server=False if local else None)
     validate_question(question, config.pipeline.max_question_chars)  # fail before loading anything
     with ReAgent.load(config=config, on_event=_tell) as agent:
         if agent.route.note():

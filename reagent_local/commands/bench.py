@@ -222,20 +222,29 @@ def noise_cmd(dataset: str, file: Path, ids_file: Path | None, n: int, seed: int
     info(noise_line(result) or "")
 
 
+def _router_kind(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--kind``: adaptive; the removed agents' router (reagent) is named as removed, not merely unknown."""
+    if value == "reagent":
+        raise click.BadParameter("the agents' learned router was removed on 2026-12-07 (it lost on dev: "
+                                 "docs/changelog.md); only --kind adaptive remains")
+    if value != "adaptive":
+        raise click.BadParameter(f"{value!r} is not a router kind; the one kind is adaptive")
+    return value
+
+
 @bench.command(name="fit-router")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--kind", type=click.Choice(["reagent", "adaptive"]), default="reagent", show_default=True,
-              help="reagent: from reagent-collect records (the whole question, then the chain); "
-                   "adaptive: from rag and ircot records.")
+@click.option("--kind", default="adaptive", show_default=True, callback=_router_kind,
+              help="adaptive: from rag and ircot records (the only kind since the agents' router was removed).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Router file to write (default: the package's, which `pipeline.router = \"learned\"` reads).")
+              help="Router file to write (default: the package's, which the adaptive method reads).")
 @click.option("--report", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the fit as Markdown here (the policy against each road alone, the weights).")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--seed", type=int, default=13, show_default=True, help="Seed of the folds.")
 def fit_router_cmd(folders: tuple[Path, ...], kind: str, out: Path | None, report: Path | None, folds: int,
                    seed: int) -> None:
-    """Fit the supervisor's router (stop after the first road? which answer stands?) from train run folders.
+    """Fit the adaptive baseline's router (stop after RAG? which answer stands?) from train run folders.
 
     Fit on train questions only (`--ids ../shared/data/splits/DATASET-train.txt`); judge on dev.
     """

@@ -230,19 +230,6 @@ class Signal(EventBody):
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
-@_kind("route")
-class Route(EventBody):
-    """The supervisor's learned router decided: stop after the whole question, or which road's answer stands."""
-
-    stage: str  # "stop" or "choose"
-    probability: float | None  # None: the router has no model for this stage
-    threshold: float
-    taken: bool  # stop: the chain's calls were saved; choose: the whole question's answer stands
-    reason: str
-    features: Mapping[str, float] = field(default_factory=dict)
-    contributions: Mapping[str, float] = field(default_factory=dict)  # each feature's share of the log-odds
-
-
 @_kind("rewrite")
 class Rewrite(EventBody):
     """A question of a conversation as asked and as the agents read it (a follow-up made standalone from the

@@ -101,9 +101,6 @@ class Answer:
     answer_before_backtracking: str | None = None
     # the two roads when they disagreed: {"chain", "whole", "winner", "judged", "reason"}; None otherwise
     roads: dict[str, Any] | None = None
-    # the learned router's decisions (pipeline.router): {"router", "stop", "choose", "winner"}, each decision
-    # with its features, probability, threshold and reason; None without a router
-    route: dict[str, Any] | None = None
     # the supervisor's trust score (agents.trust.Trust.to_json()): probability, threshold, label, grounded, ...
     trust: dict[str, Any] | None = None
     # no passage supports the answer: the passages nearest the question, shown instead ("not found in the index")
@@ -167,19 +164,10 @@ class Answer:
         return f"not found in the index: no passage it cites contains it; {line}" if self.not_found else line
 
     def road_line(self) -> str:
-        """Which road's answer stands and why: the learned router's decision, else the hand-set verdict
-        between two disagreeing roads ("" when neither decided)."""
-        route = self.route or {}
-        winner = route.get("winner")
-        if winner:
-            stop = route.get("stop") or {}
-            why = (route.get("choose") or (stop if stop.get("taken") else {})).get("reason", "")
-            if not why and winner == "chain":
-                why = ("the whole question's answer agrees" if route.get("whole")
-                       else "the whole question was not needed")
-        else:
-            roads = self.roads or {}
-            winner, why = roads.get("winner"), roads.get("reason", "")
+        """Which road's answer stands and why: the supervisor's verdict between two disagreeing roads ("" when the
+        roads did not disagree)."""
+        roads = self.roads or {}
+        winner, why = roads.get("winner"), roads.get("reason", "")
         if not winner:
             return ""
         return f"road: {winner}" + (f" ({why})" if why else "")

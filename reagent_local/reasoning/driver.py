@@ -61,10 +61,6 @@ class QuestionRun:
         run, team, settings = self.run, self.run.team, self.run.settings
         status, reason, final = "ok", "", Assembly("unknown")
         try:
-            if settings.global_backtracking and settings.two_roads and self.roads.routed:
-                stopped = self.roads.begin()  # the learned router may settle the question here
-                if stopped is not None:
-                    return finish(run, self.calls, self._follow(stopped).answer, status, reason)
             self.start(team.decomposer.plan(run.question))
             self.solve_pending()
             if settings.global_backtracking:

@@ -39,7 +39,7 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         seconds=team.controller.budget.elapsed, llm_seconds=calls.llm_seconds, uncertain=uncertain,
         uncertain_reason=reason, challenges=run.challenges, judge_calls=team.verifier.checker.stats["judge_calls"],
         rules_fired=tuple(team.rules.names_fired), signals=tuple(dict.fromkeys(run.notes.signals)),
-        answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run), route=run.notes.route)
+        answer_before_backtracking=_before_backtracking(run, final), roads=_roads(run))
     # the supervisor scores the answer before it is recorded: a finished run's last event is its answer
     trust = team.supervisor.score_answer(_facts(run, answer))
     run.ws.record("supervisor", ev.TrustScored(probability=trust.probability, threshold=trust.threshold,
@@ -54,8 +54,7 @@ def finish(run: RunState, calls: CallLedger, final: str, status: str, reason: st
         "challenges": run.challenges, "reliability": dict(team.controller.reliability),
         "subquestions": [s.question for s in answer.subquestions], "passages": [p.id for p in answer.passages],
         "rules_fired": list(answer.rules_fired), "signals": list(answer.signals),
-        "answer_before_backtracking": answer.answer_before_backtracking, "route": run.notes.route,
-        "trust": answer.trust}, uncertain=uncertain)
+        "answer_before_backtracking": answer.answer_before_backtracking, "trust": answer.trust}, uncertain=uncertain)
     return answer
 
 
@@ -63,7 +62,7 @@ def _facts(run: RunState, answer: Answer) -> TrustFacts:
     """What the run knows of its answer at its end: the trust score's input."""
     final, steps = answer.answer, run.steps
     answered = [s for s in steps if s.done and s.statement is not None]
-    if run.fallback_cited:  # the answer is the whole question's (a fallback, a verdict, the router's stop)
+    if run.fallback_cited:  # the answer is the whole question's (a fallback, or the roads' verdict)
         confidence = run.notes.whole_confidence if run.notes.whole_confidence is not None else 0.5
     else:  # the chain's: as sure as its least sure step
         confidence = min((s.statement.confidence for s in answered if s.statement is not None), default=0.0)
@@ -104,8 +103,6 @@ def _roads(run: RunState) -> dict[str, Any] | None:
 def _before_backtracking(run: RunState, final: str) -> str | None:
     """The answer before any rollback: the final one if none fired; the chain's first answer if only the
     roads' global rollbacks fired after it; None when a rollback fired before the first answer existed."""
-    if run.notes.route is not None and run.notes.route.get("winner") == WHOLE:  # the router took the whole question's answer
-        return run.first_answer if not run.backtracks["local"] and not run.backtracks["global"] else None
     if not run.backtracks["local"] and not run.backtracks["global"]:
         return final
     if run.backtracks["local"] or run.first_answer is None or run.backtracks["global"] > run.roads_rollbacks:

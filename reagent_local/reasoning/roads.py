@@ -6,24 +6,16 @@ channel round (two asserts carrying the roads), the channel escalates a disagree
 the supervisor's verdict comes back through the driver (:meth:`SecondRoad.settled` records it), and
 a chain that loses is rolled back at its weakest step and solved again once. Every step of it is a
 decision returned to the driver (decisions.py: ``Meet``, ``Redo``, ``Done``), which runs the rounds.
-
-With the learned router (``pipeline.router``), the whole question is read over its own passages
-only, as the router's train runs read it: first, before any plan, when the router has a stop
-model (:meth:`SecondRoad.read_first`: the supervisor may stop there); after the chain when it
-has only a choice model; not at all when it has neither. When the roads disagree they meet on the
-channel as before and the supervisor's learned choice stands.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 from ..agents.assembler import AGENT as ASSEMBLER, Assembly, final_statement
 from ..agents.controller import AGENT as CONTROLLER
 from ..agents.messages import CHAIN, WHOLE, EvidenceFound, Road
 from ..agents.retriever import AGENT as RETRIEVER
-from ..agents.router import ChainShape, Reading
 from ..agents.supervisor import ChainFacts, RoadsVerdict
 from ..core import events as ev
 from ..core.evidence import Evidence, EvidencePassage, is_unknown, supported, values_agree
@@ -33,7 +25,6 @@ from .decisions import Decision, Done, Meet, Redo
 from .state import RunState
 
 FALLBACK = "whole-question fallback"  # the Assembly rule of an answer the plan could not give
-STOPPED = "router-stop"  # the Assembly rule of a whole-question answer the router stopped at
 
 
 class SecondRoad:
@@ -44,40 +35,9 @@ class SecondRoad:
         self.whole: Road | None = None  # the whole question's road, once read
         self.whole_evidence: Evidence | None = None
 
-    @property
-    def routed(self) -> bool:
-        """The learned router (or its data collection) settles the roads."""
-        return self.run.settings.router != "off"
-
-    def begin(self) -> Done | None:
-        """Router on, before any plan: the route starts; with a stop model (or collecting) the whole question is
-        read and the supervisor decides whether its answer settles the question. Returns that answer, or None
-        to go on with the chain."""
-        router = self.run.team.supervisor.router
-        self.run.notes.route = {"router": router.describe() if router else None}
-        if self.run.settings.router == "collect" or (router is not None and router.stop is not None):
-            return self.read_first()
-        return None
-
-    def read_first(self) -> Done | None:
-        """The whole question read before any plan; the supervisor's stop decision on its answer (the chain's calls
-        saved when it stops). Returns that answer, or None to go on with the chain."""
-        run = self.run
-        whole = self._routed_whole()
-        decision = run.team.supervisor.route_stop(run.question, whole)
-        run.notes.routed(decision, decision.reason("whole question's"))
-        if not decision.taken or whole is None:
-            return None
-        assert run.notes.route is not None
-        run.notes.route["winner"] = WHOLE
-        return Done(Assembly(whole.answer, STOPPED), self._whole_cited(whole))
-
     def answer(self, chain: Assembly) -> Decision:
         """The chain's answer against the whole question's: a doubtful chain meets the second road in one round;
-        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step.
-        With the router, :meth:`_routed_answer` instead."""
-        if self.routed:
-            return self._routed_answer(chain)
+        a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
         run = self.run
         chain_road = self._chain_road(chain)
         if chain_road.trusted and not run.settings.read_trusted_chains:  # one reading of the whole question rarely beats it
@@ -107,69 +67,14 @@ class SecondRoad:
             return Done(chain)
         return Done(Assembly(whole.answer, "two-roads"), self._whole_cited(whole))
 
-    def _routed_answer(self, chain: Assembly) -> Decision:
-        """The chain's answer against the whole question's read first: the same answer stands; a chain without
-        one takes the whole question's; two answers meet on the channel and the supervisor's router chooses
-        (collecting train runs, the chain's answer stands whatever it chose)."""
-        run = self.run
-        route = run.notes.route if run.notes.route is not None else {}  # begin() started it
-        route["chain"] = chain.answer
-        router = run.team.supervisor.router
-        if is_unknown(chain.answer):
-            whole = self._routed_whole()
-            route["winner"] = WHOLE if whole is not None else None
-            return self.fallback()
-        if run.settings.router == "learned" and router is not None and router.choose is None:
-            route["winner"] = CHAIN  # nothing learned prefers the whole question: it is not read
-            return Done(chain)
-        whole = self._routed_whole()
-        if whole is None or values_agree(chain.answer, whole.answer):
-            run.notes.signal("two-roads", False, "the whole question gave no answer" if whole is None
-                             else f"both roads answer {chain.answer!r}")
-            route["winner"] = CHAIN
-            return Done(chain)
-        return Meet(self._routed_chain_road(chain), whole, self.whole_evidence,
-                    then=lambda verdict: self._chosen(chain, whole, verdict, route))
-
-    def _chosen(self, chain: Assembly, whole: Road, verdict: RoadsVerdict | None, route: dict) -> Done:
-        """The router's choice between two roads that disagreed (collecting, the chain's answer stands)."""
-        won = verdict is not None and verdict.winner.name == WHOLE and self.run.settings.router == "learned"
-        route["winner"] = WHOLE if won else CHAIN
-        if not won:
-            return Done(chain)
-        return Done(Assembly(whole.answer, "two-roads"), self._whole_cited(whole))
-
-    def _routed_whole(self) -> Road | None:
-        """The whole question's road (read once), its answer kept in the route."""
-        whole = self._whole_road()
-        if self.run.notes.route is not None:
-            self.run.notes.route["whole"] = whole.answer if whole is not None else None
-        return whole
-
-    def _routed_chain_road(self, chain: Assembly) -> Road:
-        """The chain's answer as a road, with the features the router reads of it (agents/router.py)."""
-        run = self.run
-        road, _ = self._untrusted_chain_road(chain)  # the router weighs the chain itself: no trust rule runs
-        reading = Reading(chain.answer, road.confidence, road.grounded, road.problem is None,
-                          len(dict(road.statement.provenance)))
-        answered = [s for s in run.steps if s.done and s.statement is not None]
-        shape = ChainShape(steps=len(run.steps), answered=len(answered),
-                           uncertain=sum(1 for s in run.steps if s.uncertain), by_rule=chain.rule is not None,
-                           replanned=run.replanned, local_backtracks=run.backtracks["local"],
-                           global_backtracks=run.backtracks["global"],
-                           graph_facts=sum(len(s.evidence.facts) for s in run.steps if s.evidence))
-        return replace(road, features={**reading.features("second"), **shape.features()})
-
     def settled(self, verdict: RoadsVerdict) -> None:
         """The supervisor weighed the two roads: record its verdict (the driver rolls back a chain that lost)."""
         notes = self.run.notes
         chain, whole = (verdict.winner, verdict.loser) if verdict.winner.name == CHAIN else (verdict.loser, verdict.winner)
-        if verdict.route is not None:
-            notes.routed(verdict.route, verdict.reason)
         notes.signal("two-roads", True, verdict.reason, chain=chain.answer, whole=whole.answer,
-                   chain_confidence=chain.confidence, whole_confidence=whole.confidence,
-                   winner=verdict.winner.name, judged=verdict.judged, chain_trusted=chain.trusted,
-                   chain_problem=chain.problem, whole_problem=whole.problem,
+                     chain_confidence=chain.confidence, whole_confidence=whole.confidence,
+                     winner=verdict.winner.name, judged=verdict.judged, chain_trusted=chain.trusted,
+                     chain_problem=chain.problem, whole_problem=whole.problem,
                      chain_grounded=chain.grounded, whole_grounded=whole.grounded)
 
     def fallback(self) -> Done:
@@ -193,10 +98,7 @@ class SecondRoad:
         team.controller.check_budget()
         # the passages the steps' answers came from, and (after a new plan) the first plan's
         found = [p for s in run.steps for p in s.cited] + list(run.earlier_cited)
-        if self.routed:  # as the router's train runs read it: the question's own passages, as many as fit
-            self.whole_evidence = team.retriever.gather(run.question, [], own=6)
-        else:
-            self.whole_evidence = team.retriever.gather(run.question, found)
+        self.whole_evidence = team.retriever.gather(run.question, found)
         # handed over, not delivered in a round: the assembler reads it at once (the channel rule, core/channel.py)
         run.hand(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
         try:
@@ -211,18 +113,11 @@ class SecondRoad:
         statement = final_statement(run.question, candidate.answer, confidence=confidence, cited=candidate.cited)
         problem = answer_type_problem(run.question, candidate.answer, team.rules, final=True)
         grounded = supported(candidate.answer, candidate.cited or self.whole_evidence.passages)
-        reading = Reading(candidate.answer, confidence, grounded, problem is None, len(candidate.cited))
-        self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem, grounded,
-                          features=reading.features("first") if self.routed else {})
+        self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem, grounded)
         return self.whole
 
     def _chain_road(self, chain: Assembly) -> Road:
         """The chain's answer as a road, as sure as its least sure step; the supervisor says whether it is trusted."""
-        road, how = self._untrusted_chain_road(chain)
-        return self.run.team.supervisor.trust_chain(self.run.question, road, how)
-
-    def _untrusted_chain_road(self, chain: Assembly) -> tuple[Road, ChainFacts]:
-        """The chain's answer as a road and how it came about, before any judgement of trust."""
         run = self.run
         answered = [s for s in run.steps if s.done and s.statement is not None]
         confidence = min((s.statement.confidence for s in answered if s.statement is not None), default=0.0)
@@ -233,7 +128,8 @@ class SecondRoad:
         how = ChainFacts(rule=chain.rule, answered=len(answered), steps=len(run.steps),
                          checked=every_fact and not any(s.uncertain for s in run.steps), replanned=run.replanned)
         statement = final_statement(run.question, chain.answer, confidence=confidence, cited=cited)
-        return Road(CHAIN, chain.answer, statement, confidence, problem, supported(chain.answer, cited)), how
+        road = Road(CHAIN, chain.answer, statement, confidence, problem, supported(chain.answer, cited))
+        return run.team.supervisor.trust_chain(run.question, road, how)
 
     def _whole_cited(self, road: Road) -> tuple[EvidencePassage, ...]:
         """The passages the whole question's answer came from (the first passage read, if it cited none)."""

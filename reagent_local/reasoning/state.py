@@ -2,8 +2,8 @@
 
 The driver alone calls the methods that change the run (``take_plan``, ``branch_off``,
 ``abandon_branch``, ``roll_back``, ``doubt_all``, ``hold``); its helpers read the run and return decisions
-(decisions.py). ``notes`` is a record, not the loop's state: the signals that fired and the
-router's decisions, written by whoever checks them and read only when the run closes.
+(decisions.py). ``notes`` is a record, not the loop's state: the signals that fired and the whole
+question's confidence, written by whoever checks them and read only when the run closes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any, Sequence
 
 from ..agents.assembler import Assembly, StepResult
 from ..agents.decomposer import AGENT as DECOMPOSER
-from ..agents.router import RouteDecision
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
 from ..agents.verifier import AGENT as VERIFIER
 from ..config import PipelineConfig
@@ -31,12 +30,10 @@ from .team import Team
 
 @dataclass
 class Notes:
-    """What the run reports beside its answer: the conflict signals checked, the learned router's decisions."""
+    """What the run reports beside its answer: the conflict signals checked."""
 
     ws: Workspace
     signals: list[str] = field(default_factory=list)  # conflict signals that fired
-    # the learned router's decisions ({"router": ..., "stop": ..., "choose": ...}); None without a router
-    route: dict[str, Any] | None = None
     whole_confidence: float | None = None  # the whole question's answer's token probability, once read
 
     def signal(self, name: str, fired: bool, detail: str, step: int | None = None, **values: Any) -> None:
@@ -44,14 +41,6 @@ class Notes:
         if fired:
             self.signals.append(name)
         self.ws.record(SUPERVISOR, ev.Signal(signal=name, fired=fired, step=step, detail=detail, values=values))
-
-    def routed(self, decision: RouteDecision, reason: str) -> None:
-        """Record one of the learned router's decisions: in the log (a ``route`` event) and for the Answer."""
-        self.ws.record(SUPERVISOR, ev.Route(stage=decision.stage, probability=decision.probability,
-                                            threshold=decision.threshold, taken=decision.taken, reason=reason,
-                                            features=decision.features, contributions=decision.contributions))
-        if self.route is not None:
-            self.route[decision.stage] = {**decision.to_json(), "reason": reason}
 
 
 @dataclass(frozen=True)

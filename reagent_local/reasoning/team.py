@@ -12,7 +12,6 @@ from ..agents.decomposer import QuestionDecomposer
 from ..agents.retriever import RetrieverAgent, SearchIndex
 from ..agents.supervisor import Supervisor
 from ..agents.verifier import AGENT as VERIFIER, LLMJudge, Verifier
-from ..agents.router import Router, default_path, load_router
 from ..agents.trust import TRUST_PATH, TrustModel, load_trust_model
 from ..config import Config, PipelineConfig
 from ..core.conflicts import ConflictChecker
@@ -32,23 +31,6 @@ class Team:
     supervisor: Supervisor
     controller: Controller
     rules: RuleSet
-
-
-def router_for(pipeline: PipelineConfig) -> Router | None:
-    """The supervisor's router: the fitted file for "learned" (the package's unless ``router_file`` names one),
-    a router without models for "collect" (never stops, never prefers the whole question), None for "off"."""
-    if pipeline.router == "off":
-        return None
-    if pipeline.router == "collect":
-        return Router("reagent")
-    path = pipeline.router_file or default_path("reagent")
-    return _cached_router(str(path), path.stat().st_mtime_ns if path.exists() else 0)
-
-
-@lru_cache(maxsize=8)
-def _cached_router(path: str, mtime_ns: int) -> Router:
-    """A router file read once per version of it (every question builds a team)."""
-    return load_router(path)
 
 
 def trust_model_for(pipeline: PipelineConfig) -> TrustModel:
@@ -77,8 +59,7 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     verifier = Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence,
                         local=pipeline.local_backtracking, check_failed="check-failed" not in pipeline.signals_off)
     supervisor = Supervisor(checker, controller, calls, margin=pipeline.roads_margin, trust=pipeline.chain_trust,
-                            options_trust=pipeline.options_trust, rules=rules, router=router_for(pipeline),
-                            trust_model=trust_model_for(pipeline))
+                            options_trust=pipeline.options_trust, rules=rules, trust_model=trust_model_for(pipeline))
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
                 verifier=verifier, assembler=AnswerAssembler(calls, checker, rules), supervisor=supervisor,
                 controller=controller, rules=rules)

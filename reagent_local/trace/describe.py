@@ -95,13 +95,6 @@ def _signal(s: ev.Signal) -> str:
     return f"{head}: {clean(detail, 140)}" if detail else head
 
 
-def _route(r: ev.Route) -> str:
-    """The learned router's decision, with the three features that pushed it most."""
-    top = sorted(r.contributions.items(), key=lambda kv: -abs(kv[1]))[:3]
-    why = ", ".join(f"{clean(k)} {v:+.2f}" for k, v in top)
-    return f"router {clean(r.stage)}: {clean(r.reason, 120)}" + (f" (most: {why})" if why else "")
-
-
 def trust_text(probability: float | None, threshold: float, label: str, grounded: bool) -> str:
     """The trust score in a few words: "trust 0.62, trusted (threshold 0.54)", and "not found in the index"."""
     head = "trust: no model" if probability is None else \
@@ -175,8 +168,6 @@ def summarize(body: ev.Body, checkpoints: Mapping[int, Checkpoint] | None = None
             return f"rule {clean(body.rule)} fired ({where})" + (f": {clean(body.detail, 120)}" if body.detail else "")
         case ev.Signal():
             return _signal(body)
-        case ev.Route():
-            return _route(body)
         case ev.TrustScored():
             return _trust(body)
         case ev.Rewrite():

@@ -22,7 +22,7 @@ GLYPH = {"checkpoint": ("◆", "bold cyan"), "rollback_local": ("↶", "bold yel
          "assert": ("+", "green"), "retract": ("−", "yellow"), "judgement": ("?", ""),
          "assert_msg": ("●", ""), "inform": ("○", ""), "reject": ("✗", "red"), "challenge": ("!", "yellow"),
          "plan": ("≡", "blue"), "rule_fired": ("§", "magenta"), "signal": ("≠", "bold red"), "signal_quiet": ("=", "dim"),
-         "route": ("⇉", "bold blue"), "trust": ("◆", "bold magenta"),
+         "trust": ("◆", "bold magenta"),
          "rewrite": ("✎", "bold blue"),
          "answer": ("★", "bold green"), "accept": ("✓", "green"), "retry": ("↻", "yellow"), "give_up": ("✗", "red")}
 HIDDEN = {"round"}  # a round's effects are shown as the events that follow it

@@ -32,7 +32,7 @@
   function cap(s) { return s.charAt(0).toUpperCase() + s.slice(1); }
   var TITLES = { rollback_local: "Local rollback", rollback_global: "Global rollback", conflict_set: "Minimal conflict set",
     assert: "Statement enters a state", retract: "Statement retracted", judgement: "Judge result", escalate: "Escalation",
-    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", route: "Learned router", rewrite: "Follow-up rewritten", answer: "Final answer" };
+    plan: "Plan", decision: "Decision on a step", rule_fired: "Rule fired", signal: "Conflict signal", rewrite: "Follow-up rewritten", answer: "Final answer" };
   var DECISION_COLORS = { accept: "#2b8a3e", retry: "#e8890c", give_up: "#d1242f" };
   var DECISION_GLYPHS = { accept: "\u2713", retry: "\u21bb", give_up: "\u2717" };
   function fmt(x, d) { return x === null || x === undefined ? "-" : Number(x).toFixed(d); }
@@ -458,15 +458,6 @@
       if (keys.length) {
         add(box, el("h3", null, "Values compared"));
         pairs(box, keys.map(function (k) { var v = p.values[k]; return [k, typeof v === "string" ? v : JSON.stringify(v)]; }));
-      }
-    } else if (it.type === "route") {
-      pairs(box, [["decision", p.stage], ["reason", p.reason], ["probability", fmt(p.probability, 3)],
-        ["threshold", fmt(p.threshold, 2)], ["taken", p.taken ? "yes" : "no"]]);
-      var shares = Object.keys(p.contributions || {}).sort(function (a, b) {
-        return Math.abs(p.contributions[b]) - Math.abs(p.contributions[a]); });
-      if (shares.length) {
-        add(box, el("h3", null, "Each feature's share of the log-odds"));
-        pairs(box, shares.map(function (k) { return [k, fmt(p.contributions[k], 3) + "  (value " + fmt((p.features || {})[k], 3) + ")"]; }));
       }
     } else if (it.type === "trust") {
       pairs(box, [["probability right", fmt(p.probability, 3)], ["threshold", fmt(p.threshold, 2)], ["mark", p.label],

@@ -6,7 +6,7 @@
   var AGENTS = ["decomposer", "retriever", "verifier", "assembler", "supervisor", "controller"];
   var LABELS = { plan: "plan", checkpoint: "\u25c6 checkpoint", assert: "+ holds", retract: "\u2212 drops",
     rollback_local: "\u21b6 local rollback", rollback_global: "\u21b6 global rollback", conflict_set: "\u2297 conflict set",
-    escalate: "\u26a0 escalates", judgement: "? judge", override: "override", skipped: "skip", signal: "\u2260 signal", route: "\u21c9 router",
+    escalate: "\u26a0 escalates", judgement: "? judge", override: "override", skipped: "skip", signal: "\u2260 signal",
     fallback_answer: "fallback", budget_exhausted: "budget", rule_fired: "\u00a7 rule", answer: "\u2605 answer",
     llm_error: "model error", invalid_output: "invalid output", decomposition_failed: "plan failed",
     rewrite: "\u270e rewrite" };
@@ -139,7 +139,7 @@
       li.appendChild(el("p", "passage-text", p.text));
     });
     $("closest-box").hidden = !(a.closest || []).length;
-    $("road").textContent = a.road || "";  // Answer.road_line(): the router's choice or the two roads' verdict
+    $("road").textContent = a.road || "";  // Answer.road_line(): the two roads' verdict
     $("road").hidden = !$("road").textContent;
     var steps = $("steps");
     clear(steps);
