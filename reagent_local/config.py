@@ -128,7 +128,7 @@ SWITCHABLE_SIGNALS = ("check-failed", "value-conflict", "broken-bridge", "unfoun
 DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
 # The other signals and the setting that switches each off.
 SIGNAL_SWITCHES = {"low-confidence": "min_confidence = 0", "off-subject": "the doubt rule off-subject (rules)",
-                   "plan-failed": "max_replans = 0", "two-roads": "two_roads = false"}
+                   "two-roads": "two_roads = false"}
 
 
 @dataclass(frozen=True)
@@ -151,9 +151,6 @@ class PipelineConfig:
     chain_trust: float = 0.5  # a chain decided by a rule from checked steps at least this sure is not in doubt
     options_trust: float = 0.3  # an either-or chain whose facts are all at least this sure is not in doubt
     roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them
-    # with global backtracking: a plan whose step finds no usable answer is made again this many times; 0 since
-    # the dev ablation: replanning changed one of 240 answers, for the worse (docs/benchmarks.md, "Ablations")
-    max_replans: int = 1
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES
@@ -195,6 +192,10 @@ _ROUTER_GONE = "the learned router was removed on 2026-12-07 (it lost on dev and
 REMOVED: dict[tuple[str, str], tuple[Any, str]] = {
     ("pipeline", "router"): ("off", _ROUTER_GONE + "; the supervisor settles the two roads as router = \"off\" did"),
     ("pipeline", "router_file"): (None, _ROUTER_GONE),
+    # max_replans = 1 behaved otherwise at every commit (a new plan for a failed step; from 7915b5c a second plan
+    # for a caught chain): only 0 is the loop as it runs now
+    ("pipeline", "max_replans"): (0, "replanning (a new plan for a caught chain) was removed (docs/repairs.md, "
+                                     "\"The second plan\"); the loop runs as max_replans = 0 did"),
 }
 
 

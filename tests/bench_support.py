@@ -275,10 +275,10 @@ def ablation_index(data: Path) -> InMemoryIndex:
 
 
 def ablation_config(**overrides) -> "object":
-    """The scenario's configuration (one passage a search, every question-shape rule on, every signal live and one
-    replan: the ablation machinery is tested over all of them, whatever the shipped defaults keep)."""
-    return load_config({"retrieval.top_k": 1, "pipeline.rules": ("all",), "pipeline.max_replans": 1,
-                        "pipeline.signals_off": (), **overrides}, env={})
+    """The scenario's configuration (one passage a search, every question-shape rule on and every signal live: the
+    ablation machinery is tested over all of them, whatever the shipped defaults keep)."""
+    return load_config({"retrieval.top_k": 1, "pipeline.rules": ("all",), "pipeline.signals_off": (), **overrides},
+                       env={})
 
 
 def run_ablation_baseline(data: Path, out: Path, methods: list[str] | None = None, llm: ScriptedLLM | None = None,

@@ -72,14 +72,13 @@ def scenario_config(backtracking: str = "both", **pipeline) -> Config:
     """Three passages per search; both kinds of backtracking unless told; other pipeline settings as given.
 
     The second road is off unless asked for (``two_roads=True``): these scenarios script the chain's calls only.
-    Every question-shape rule is on, every backtracking signal live, a failed plan is made again once and
-    passages are focused (500 characters), unless told otherwise: the scenarios test what the rules, the
-    signals, the replan and the focusing do, whatever the shipped defaults keep.
+    Every question-shape rule is on, every backtracking signal live and passages are focused (500 characters),
+    unless told otherwise: the scenarios test what the rules, the signals and the focusing do, whatever the
+    shipped defaults keep.
     """
     base = Config()
     pipeline.setdefault("two_roads", False)
     pipeline.setdefault("rules", ("all",))
-    pipeline.setdefault("max_replans", 1)
     pipeline.setdefault("signals_off", ())
     return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking, **pipeline),
                    retrieval=replace(base.retrieval, top_k=3, focus_chars=500))

@@ -96,16 +96,16 @@ def test_a_rule_is_ablated_where_it_fired_and_the_rest_is_carried_over(scenario:
     assert result["pooled"]["verdict"] == "pays" and result["exact"] is None
     cost = result["pooled"]["cost"]
     assert cost["baseline"]["calls"] == sum(r["llm_calls"] for r in scenario["records"].values())
-    assert cost["ablated"]["calls"] == cost["baseline"]["calls"] + 4 * (6 - 4)
+    assert cost["ablated"]["calls"] == cost["baseline"]["calls"] + 4 * (5 - 4)
     text = (tmp_path / "out" / "ablation.md").read_text()
     assert "| `rule:keep-named-parts` | base | 10 | 4 | +.400 [" in text and "| **pays** | not checked |" in text
 
 
 def test_settings_are_ablated_where_the_table_says_they_acted(scenario: dict, tmp_path: Path) -> None:
     results = ablate(scenario, ["setting:pipeline.min_confidence=0", "setting:pipeline.two_roads=false",
-                                "setting:pipeline.max_replans=0", "setting:retrieval.focus_chars=500",
-                                "setting:pipeline.min_confidence=0.9"], tmp_path / "out")
-    confidence, roads, replans, focus, higher = results
+                                "setting:retrieval.focus_chars=500", "setting:pipeline.min_confidence=0.9"],
+                     tmp_path / "out")
+    confidence, roads, focus, higher = results
     assert confidence["datasets"][0]["affected"] == BORN_IDS
     assert confidence["config_changes"] == ["pipeline.min_confidence: 0.7 -> 0.0"]
     assert confidence["pooled"]["stats"]["broken"] == BORN_IDS and confidence["pooled"]["verdict"] == "hurts"
@@ -115,9 +115,6 @@ def test_settings_are_ablated_where_the_table_says_they_acted(scenario: dict, tm
     assert_exact(roads, scenario["full"]["roads"])
     assert paired(roads)["w0"]["ablated"]["llm_calls"] == paired(roads)["w0"]["baseline"]["llm_calls"] - 1
     assert roads["pooled"]["verdict"] == "not shown"
-    assert replans["datasets"][0]["affected"] == [] and replans["datasets"][0]["rerun_folder"] is None
-    assert not (tmp_path / "out" / replans["slug"] / "base").exists()
-    assert replans["pooled"]["stats"]["f1_interval"] == [0.0, 0.0] and replans["pooled"]["verdict"] == "not shown"
     # not in the table, or a change that can act where the baseline's value did not: every question again
     for result in (focus, higher):
         assert result["reran_all"] and result["datasets"][0]["affected"] == ALL_IDS
@@ -157,13 +154,13 @@ def test_check_reports_a_model_that_is_not_deterministic(scenario: dict, tmp_pat
     assert check["ids"] == ["c0", "w0", *BORN_IDS] and check["identical"] == 5
     # asked again, the model first answers "Norland" (in the question: a failed check), so the retry costs calls
     (differ,) = check["differ"]
-    assert differ["id"] == "c0" and differ["fields"]["llm_calls"] == [2, 8]
-    assert differ["fields"]["signals"] == [[], ["check-failed", "plan-failed"]]
+    assert differ["id"] == "c0" and differ["fields"]["llm_calls"] == [2, 7]
+    assert differ["fields"]["signals"] == [[], ["check-failed"]]
     assert result["exact"] is False and any("NOT EXACT" in label for label in result["labels"])
     from reagent_local.bench.ablate_view import markdown, markdown_summary
 
     assert "**NOT EXACT**: 1 of 6 carried-over question(s) answered again differ" in markdown(result)
-    assert "base c0: llm_calls 2 -> 8, " in markdown(result)
+    assert "base c0: llm_calls 2 -> 7, " in markdown(result)
     assert "| **NOT EXACT** |" in markdown_summary(results)
 
 
@@ -255,6 +252,8 @@ def test_baselines_of_two_configurations_are_refused(scenario: dict, tmp_path: P
     ("rule:no-such-rule", "no rule named 'no-such-rule'"),
     ("signal:low-confidence", "has its own switch"),
     ("signal:no-such-signal", "no signal named 'no-such-signal'"),
+    ("signal:plan-failed", "no signal named 'plan-failed'"),
+    ("setting:pipeline.max_replans=0", "pipeline.max_replans in .* is no longer a setting"),
     ("setting:pipeline.signals_off=check-failed", "use signal:NAME"),
     ("method:reagent-both", "the baseline's own method"),
     ("method:nonsense", "unknown method"),
@@ -301,7 +300,8 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
     assert resolve_spec(parse_spec("method:rag"), "reagent-both", config).marks is None
     off = resolve_spec(parse_spec("method:reagent-none"), "reagent-both-no-same-x", config)
     assert off.method == "reagent-none-no-same-x" and off.marks is not None
-    assert {"low-confidence", "plan-failed"} <= off.marks.signals and off.marks.whole_read
+    assert "low-confidence" in off.marks.signals and off.marks.backtracks == {"local", "global"}
+    assert off.marks.whole_read
     assert parse_spec("setting:pipeline.min_confidence=0").slug == "setting-pipeline.min_confidence-0"
 
 
@@ -343,15 +343,16 @@ def test_verdicts_and_pure_parts() -> None:
 
 def test_cli_prints_each_ablation_and_the_summary(scenario: dict, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture) -> None:
-    # max_replans acted nowhere (no plan failed): no question is answered again and no model is loaded
+    # check-failed fired nowhere (the born questions' retries raise low-confidence): no question is answered again
+    # and no model is loaded
     out = tmp_path / "out"
-    main(["bench", "ablate", str(scenario["base"]), "--what", "setting:pipeline.max_replans=0", "--out", str(out)])
+    main(["bench", "ablate", str(scenario["base"]), "--what", "signal:check-failed", "--out", str(out)])
     captured = capsys.readouterr()
-    assert "## setting:pipeline.max_replans=0" in captured.out and "# Ablations" in captured.out
-    assert "| `setting:pipeline.max_replans=0` | base | 10 | 0 | +.000 [+.000, +.000] |" in captured.out
+    assert "## signal:check-failed" in captured.out and "# Ablations" in captured.out
+    assert "| `signal:check-failed` | base | 10 | 0 | +.000 [+.000, +.000] |" in captured.out
     assert "0 of 10 questions to answer again" in captured.err and (out / "ablation.md").exists()
-    main(["bench", "ablate", str(scenario["base"]), "--what", "setting:pipeline.max_replans=0", "--out", str(out),
-          "--json"])
+    assert not (out / "signal-check-failed" / "base").exists()
+    main(["bench", "ablate", str(scenario["base"]), "--what", "signal:check-failed", "--out", str(out), "--json"])
     (line,) = capsys.readouterr().out.strip().splitlines()
     assert json.loads(line)["pooled"]["verdict"] == "not shown"
     with pytest.raises(SystemExit) as exit_info:

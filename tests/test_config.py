@@ -62,6 +62,14 @@ def test_a_removed_setting_says_it_was_removed(tmp_path, toml, env):
     assert "learned router was removed" in gone.value.hint
 
 
+@pytest.mark.parametrize("toml, env", [("[pipeline]\nmax_replans = 1\n", {}),
+                                       ("", {"REAGENT_PIPELINE_MAX_REPLANS": "0"})])
+def test_max_replans_says_replanning_was_removed(tmp_path, toml, env):
+    with pytest.raises(ConfigError, match=r"pipeline\.max_replans in .* is no longer a setting") as gone:
+        load_config(env=env, toml_path=write_toml(tmp_path, toml))
+    assert "replanning" in gone.value.hint and "removed" in gone.value.hint
+
+
 def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_still_rebuilds():
     from dataclasses import asdict
 
@@ -75,6 +83,12 @@ def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_sti
     old["pipeline"]["router"] = "learned"  # answers the code can no longer give
     with pytest.raises(BenchRunError, match="pipeline.router .* no longer a setting"):
         rebuild_config(old)
+    old["pipeline"].update(router="off", max_replans=0)  # written before replanning went, with it off
+    assert rebuild_config(old).pipeline == Config().pipeline
+    old["pipeline"]["max_replans"] = 1  # a new plan for a caught chain (or, before 7915b5c, for a failed step)
+    with pytest.raises(BenchRunError, match="pipeline.max_replans = 1, which this code cannot run") as refused:
+        rebuild_config(old)
+    assert "replanning" in refused.value.hint and "baseline run at this commit" in refused.value.hint
 
 
 def test_config_is_frozen(tmp_path):

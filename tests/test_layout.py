@@ -184,7 +184,7 @@ def _receiver(node: ast.expr) -> list[str]:
 
 # What changes the run: only the driver (driver.py) calls these; state.py defines them.
 _CHANGES = {"deliver_round", "rollback_global", "rollback_local", "assert_statement", "retract", "hold", "take_plan",
-            "branch_off", "abandon_branch", "roll_back", "doubt_all", "checkpoint"}
+            "roll_back", "doubt_all", "checkpoint"}
 
 
 def _calls_back(path: Path, methods: set[str]) -> list[str]:

@@ -3,11 +3,10 @@
 
 import pytest
 
-from reagent_local.reasoning.answer import Answer
 from reagent_local.errors import ModelIntegrityError, QuestionError
 from reagent_local.core.log import EventLog
 from reagent_local.reasoning.pipeline import Pipeline
-from reagent_local.testing import InMemoryIndex, InMemoryKG, Rule, ScriptedLLM, answer_citing
+from reagent_local.testing import InMemoryIndex, InMemoryKG, ScriptedLLM, answer_citing
 
 from scenario_runs import QUESTION as OLYMPICS_Q
 from scenario_runs import olympics_index, olympics_llm, scenario_config
@@ -568,27 +567,6 @@ def test_with_two_roads_a_plan_without_an_answer_takes_the_whole_questions(index
     assert answer.answer == "Ilse Lind" and answer.uncertain and "whole question" in answer.uncertain_reason
 
 
-def test_a_step_without_a_usable_answer_sends_the_run_back_to_a_new_plan(index, log):
-    llm = fallback_llm()  # step 1 of its plan finds nothing
-    llm.rules.insert(0, Rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
-                             schema="Decomposition", contains="What failed"))
-    llm.rules.insert(0, Rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour",
-                              "relation": "director"}, schema="SubAnswer",
-                             contains="Question: Who directed the film Blue Harbour?"))
-    llm.rules.insert(0, Rule({"answer": "Ilse Lind", "passages": [1], "subject": "Mara Lind", "relation": "other"},
-                             schema="SubAnswer", contains="Question: Who is the mother of Mara Lind?"))
-    answer = pipeline(llm, index, log).ask(MOTHER_Q)
-    assert answer.answer == "Ilse Lind" and not answer.uncertain
-    # step 1's failed check sent it back locally first, then the plan failed
-    assert answer.signals == ("check-failed", "plan-failed") and answer.backtracks["global"] == 1
-    plans = [e.payload for e in log.events(answer.run_id) if e.type == "plan"]
-    assert [p["attempt"] for p in plans] == [1, 2] and "found no usable answer" in plans[1]["reason"]
-    rollback = next(e for e in log.events(answer.run_id) if e.type == "rollback_global")
-    assert next(c for c in log.checkpoints(answer.run_id) if c.id == rollback.payload["checkpoint_id"]).label == "plan"
-    assert [s.question for s in answer.subquestions] == ["Who directed the film Blue Harbour?",
-                                                         "Who is the mother of Mara Lind?"]
-
-
 def test_an_unsure_answer_is_retried_and_the_surest_checked_attempt_stands(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
@@ -600,9 +578,7 @@ def test_an_unsure_answer_is_retried_and_the_surest_checked_attempt_stands(index
     answer = pipeline(llm, index, log, min_confidence=0.3, max_backtrack_depth=1).ask(
         "Who directed the film Blue Harbour?")
     assert answer.answer == "Mara Lind" and answer.backtracks["local"] == 2
-    # the retry's answer in no passage ends the step: no retry; the step kept an unsure answer, so the chain was
-    # caught, but the decomposer's second plan was the first one again: nothing was solved again
-    assert answer.signals == ("low-confidence", "plan-failed") and answer.backtracks["global"] == 0
+    assert answer.signals == ("low-confidence",)  # the retry's answer in no passage ends the step: no retry
     decisions = [e.payload for e in log.events(answer.run_id) if e.type == "decision"]
     assert [d["decision"] for d in decisions] == ["retry", "accept"]
     assert "unsure" in decisions[0]["reasons"][0] and decisions[1]["answer"] == "Mara Lind"
@@ -645,25 +621,6 @@ def test_options_trust_decides_whether_an_either_or_chain_meets_the_second_road(
     assert len(llm.requests_for("SubAnswer")) == (2 if trusted else 3)  # an untrusted chain meets the whole question
 
 
-def test_a_new_plan_that_only_fills_in_an_answer_is_not_solved_again(index, log):
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of Mara Lind?"]},
-                 schema="Decomposition", contains="What failed")
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
-                 schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?")
-    llm.add_rule({"answer": "Ilse Lind", "passages": [2], "subject": "Mara Lind", "relation": "other"},
-                 schema="SubAnswer", contains="Question: Who is the mother of the director")
-    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")
-    llm.add_rule({"query": "Mara Lind mother"}, schema="Reformulation")
-    answer = pipeline(llm, index, log).ask(MOTHER_Q)
-    assert "plan-failed" in answer.signals and answer.backtracks["global"] == 0
-    assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1]
-    assert len(llm.requests_for("Decomposition")) == 2  # asked again, but its plan was the first one
-    assert answer.answer == "Ilse Lind" and "whole question" in answer.uncertain_reason
-
-
 def test_an_either_or_chain_missing_a_fact_is_not_trusted(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["When was Blue Harbour released?", "When was Red Sky released?"]},
@@ -674,7 +631,7 @@ def test_an_either_or_chain_missing_a_fact_is_not_trusted(index, log):
     llm.add_rule({"query": "Red Sky film"}, schema="Reformulation")
     llm.add_rule({"answer": "Blue Harbour"}, schema="OptionAnswer")
     llm.add_rule({"answer": "Blue Harbour", "passages": [1]}, schema="SubAnswer", contains="came out first")
-    answer = pipeline(llm, index, log, two_roads=True, max_replans=0, rules=("all", "-compare-options")).ask(
+    answer = pipeline(llm, index, log, two_roads=True, rules=("all", "-compare-options")).ask(
         "Which film came out first, Blue Harbour or Red Sky?")
     signals = [e.payload for e in log.events(answer.run_id) if e.type == "signal" and e.payload["signal"] == "two-roads"]
     assert answer.answer == "Blue Harbour" and "trusted" not in signals[-1]["detail"]
@@ -690,12 +647,9 @@ def _director_index(*, with_birth: bool = True) -> InMemoryIndex:
     return index
 
 
-def _wrong_director_llm(*, offer_replan: bool = False) -> ScriptedLLM:
+def _wrong_director_llm() -> ScriptedLLM:
     """Step 1 reads the novelist for the director until told the name was given up."""
     llm = ScriptedLLM()
-    if offer_replan:  # a new plan is on offer, and would be worse than redoing step 1
-        llm.add_rule({"subquestions": ["When was the director of Blue Harbour born?"]}, schema="Decomposition",
-                     contains="What failed")
     llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer", contains="It is not Tom Hale")  # told what was given up, it reads again
@@ -726,82 +680,12 @@ def test_a_silenced_escalation_is_not_sent_back_and_leaves_the_steps_uncertain(l
     llm = _wrong_director_llm()
     llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="When was Tom Hale born?")
     llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
-    answer = pipeline(llm, index, log, two_roads=False, max_replans=0,
+    answer = pipeline(llm, index, log, two_roads=False,
                       signals_off=("unfounded-step",)).ask("When was the director of Blue Harbour born?")
     assert "unfounded-step" not in answer.signals and answer.backtracks["global"] == 0
     assert not [e for e in log.events(answer.run_id) if e.type == "conflict_set"]
     assert not any("It is not Tom Hale" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
     assert answer.subquestions[0].answer == "Tom Hale" and answer.subquestions[0].uncertain
-
-
-def test_the_answer_a_failed_step_builds_on_is_redone_before_the_plan_is_made_again(log):
-    index = _director_index()
-    llm = _wrong_director_llm(offer_replan=True)
-    llm.add_rule({"answer": "1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_date"},
-                 schema="SubAnswer", contains="When was Mara Lind born?")
-    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")
-    llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
-    answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
-    assert answer.answer == "1961" and [s.answer for s in answer.subquestions] == ["Mara Lind", "1961"]
-    assert "unfounded-step" in answer.signals and "plan-failed" not in answer.signals
-    assert len(llm.requests_for("Decomposition")) == 1  # the step was repaired: the plan stood
-    assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1]
-
-
-def test_a_failure_that_outlives_the_redo_of_its_input_still_sends_the_run_back_to_the_plan(log):
-    index = _director_index(with_birth=False)
-    llm = _wrong_director_llm(offer_replan=True)
-    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer")  # nothing says when Mara Lind was born
-    llm.add_rule({"query": "director born"}, schema="Reformulation")
-    answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
-    assert answer.signals.index("unfounded-step") < answer.signals.index("plan-failed")
-    assert [e.payload["attempt"] for e in log.events(answer.run_id) if e.type == "plan"] == [1, 2]
-
-
-def _replanned_mother_run(log, whole: str, whole_confidence: float) -> Answer:
-    """The first plan finds the director on a page the whole question's own search does not rank, but not
-    her mother; the new plan, one step, reads a wrong mother off another page and is sure of it."""
-    index = InMemoryIndex()
-    index.add("Harbour film festival", "The Harbour film festival honours the director of the year and his mother.")
-    index.add("Mother (film)", "Mother is a film by a director about a mother in a harbour.")
-    index.add("Blue Harbour (novel)", "Blue Harbour is a novel; the star Eva Berg is the daughter of Karin Berg.")
-    index.add("Blue Harbour (1998)", "Mara Lind directed Blue Harbour in 1998; she is the daughter of Ilse Lind.")
-    index.add("Lind family", "Mara Lind and her sister grew up in Oslo.")
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": [MOTHER_Q]}, schema="Decomposition", contains="What failed")
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
-                 schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?", confidence=0.9)
-    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer",
-                 contains="Question: Who is the mother of Mara Lind?")
-    llm.add_rule({"query": "Mara Lind mother"}, schema="Reformulation")
-    # only the second road's reading shows the first plan's page
-    llm.add_rule({"answer": whole, "passages": [4], "subject": "Mara Lind", "relation": "other"},
-                 schema="SubAnswer", contains="Mara Lind directed Blue Harbour", confidence=whole_confidence)
-    llm.add_rule({"answer": "Karin Berg", "passages": [3], "subject": "Blue Harbour", "relation": "other"},
-                 schema="SubAnswer", contains=f"Question: {MOTHER_Q}", confidence=0.9)
-    return pipeline(llm, index, log, two_roads=True).ask(MOTHER_Q)
-
-
-def test_a_chain_from_a_new_plan_is_never_trusted_and_meets_the_first_plans_passages(log):
-    answer = _replanned_mother_run(log, "Ilse Lind", 0.9)
-    assert "plan-failed" in answer.signals and answer.backtracks["global"] >= 1
-    # a rule decided the new chain from a sure, checked step, yet the whole question was read
-    assert answer.roads is not None and answer.roads["chain"] == "Karin Berg"
-    assert "the plan was made again" in answer.roads["reason"]
-    whole = step_evidence(log, answer.run_id, None)
-    # the first plan's page, which the whole question's own search does not rank, is read
-    assert len(whole) == 1 and "Blue Harbour (1998)" in [p["title"] for p in whole[0]]
-    assert answer.answer == "Ilse Lind" and answer.roads["winner"] == "whole question"
-
-
-def test_a_chain_from_a_new_plan_stands_when_the_whole_question_agrees(log):
-    answer = _replanned_mother_run(log, "Karin Berg", 0.9)
-    assert answer.answer == "Karin Berg" and answer.roads is None and "plan-failed" in answer.signals
-    signal = [e.payload for e in log.events(answer.run_id) if e.type == "signal"
-              and e.payload["signal"] == "two-roads"]
-    assert signal and not signal[-1]["fired"] and "both roads answer" in signal[-1]["detail"]
 
 
 class _ModelThatWillNotLoad(ScriptedLLM):
@@ -814,60 +698,3 @@ def test_a_run_whose_model_fails_to_load_is_closed_as_failed(index, log):
         pipeline(_ModelThatWillNotLoad(), index, log).ask("Who directed Actrius?")
     run = log.runs(last=1)[0]
     assert run["status"] == "failed" and "not a GGUF file" in run["error"]
-
-
-def _doubted_one_step_llm(second_mother: str, second_confidence: float) -> ScriptedLLM:
-    """The first plan asks the whole chain in one step and is never sure of its answer (Tom Hale, twice); asked
-    again, the decomposer splits it and the second plan's mother step answers ``second_mother``."""
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?", "Who is the mother of #1?"]},
-                 schema="Decomposition", contains="What failed")
-    llm.add_rule({"subquestions": [MOTHER_Q]}, schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Question: Who directed the film Blue Harbour?", confidence=0.9)
-    llm.add_rule({"answer": second_mother, "passages": [1], "subject": "Mara Lind", "relation": "other"},
-                 schema="SubAnswer", contains="Question: Who is the mother of Mara Lind?", confidence=second_confidence)
-    llm.add_rule({"answer": "Ilse Lind", "passages": [1], "subject": "Blue Harbour", "relation": "other"},
-                 schema="SubAnswer", contains=f"Question: {MOTHER_Q}", confidence=0.2)
-    llm.add_rule({"query": "Blue Harbour director mother"}, schema="Reformulation")
-    return llm
-
-
-def _verifier_holds(log, run_id) -> list[str]:
-    return sorted(s.text for s in pipeline_state(log, run_id) if s.agent == "verifier")
-
-
-def test_a_chain_caught_in_doubt_is_solved_again_on_a_second_plan_whose_surer_answer_stands(index, log):
-    answer = pipeline(_doubted_one_step_llm("Ilse Lind", 0.9), index, log, max_backtrack_depth=1).ask(MOTHER_Q)
-    assert answer.answer == "Ilse Lind" and not answer.uncertain
-    assert "low-confidence" in answer.signals and "plan-failed" in answer.signals
-    plans = [e.payload for e in log.events(answer.run_id) if e.type == "plan"]
-    assert [p["attempt"] for p in plans] == [1, 2] and "without being sure" in plans[1]["reason"]
-    assert [s.question for s in answer.subquestions] == ["Who directed the film Blue Harbour?",
-                                                         "Who is the mother of Mara Lind?"]
-    labels = {c.id: c.label for c in log.checkpoints(answer.run_id)}
-    rollbacks = [e.payload for e in log.events(answer.run_id) if e.type == "rollback_global"]
-    assert [labels[r["checkpoint_id"]] for r in rollbacks] == ["plan"]  # the branch was kept
-    assert "first chain" in labels.values()
-    held = _verifier_holds(log, answer.run_id)  # the second plan's two steps
-    assert len(held) == 2 and "Mara Lind" in held[0] + held[1] and "Ilse Lind" in held[0] + held[1]
-
-
-def test_a_second_plan_no_surer_than_the_first_is_abandoned_and_the_first_chain_stands(index, log):
-    answer = pipeline(_doubted_one_step_llm("Karin Berg", 0.2), index, log, max_backtrack_depth=1).ask(MOTHER_Q)
-    assert answer.answer == "Ilse Lind"  # the first chain's answer
-    assert [s.question for s in answer.subquestions] == [MOTHER_Q]
-    labels = {c.id: c.label for c in log.checkpoints(answer.run_id)}
-    rollbacks = [e.payload for e in log.events(answer.run_id) if e.type == "rollback_global"]
-    assert [labels[r["checkpoint_id"]] for r in rollbacks] == ["plan", "first chain"]
-    assert "back to the first chain" in rollbacks[1]["reason"] and "'Karin Berg'" in rollbacks[1]["reason"]
-    assert answer.backtracks["global"] == 2
-    (held,) = _verifier_holds(log, answer.run_id)  # the second chain's statements are gone, the first one's back
-    assert MOTHER_Q in held and "Ilse Lind" in held
-
-
-def test_without_replans_a_chain_in_doubt_keeps_its_first_plan(index, log):
-    llm = _doubted_one_step_llm("Ilse Lind", 0.9)
-    answer = pipeline(llm, index, log, max_backtrack_depth=1, max_replans=0).ask(MOTHER_Q)
-    assert answer.answer == "Ilse Lind" and "plan-failed" not in answer.signals
-    assert len(llm.requests_for("Decomposition")) == 1

@@ -90,32 +90,6 @@ def test_a_plan_with_a_step_that_names_nothing_is_sent_back():
     plan = agent.plan(question)
     assert [s.depends_on for s in plan.steps] == [(), (0,)] and rules.names_fired == ["anchor-each-step"]
     assert "step(s) 2 name nothing" in llm.requests[1].messages[-1]["content"]
-    # a new plan after a failure is held to the same rule
-    replanned = agent.replan(question, plan.steps, "step 2 found no answer")
-    assert [s.text for s in replanned.steps] == ["Who performed the song Quiet Shore?", "Where was #1 born?"]
-
-
-def test_replan_says_what_failed_and_marks_the_new_plan():
-    llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Which shipyard has its largest dock in Larvik?", "Who founded #1?"]},
-                 schema="Decomposition")
-    agent, _ = decomposer(llm)
-    old = agent.plan(QUESTION).steps
-    new = agent.replan(QUESTION, old, "step 2 found no answer")
-    assert new.attempt == 2 and new.reason == "step 2 found no answer"
-    assert "What failed: step 2 found no answer" in llm.requests[-1].messages[-1]["content"]
-
-
-def test_a_new_plan_that_asks_what_the_old_one_asked_is_the_same_plan():
-    from reagent_local.core.plan import plan_from
-
-    old = [("Who directed Blue Harbour?", "Who directed Blue Harbour?"), ("Where was #1 born?", "Where was Mara Lind born?")]
-    same = plan_from(["Who directed Blue Harbour?", "Where was Mara Lind born?"], 4)  # #1 written out
-    assert QuestionDecomposer.same_plan(same, old)
-    assert QuestionDecomposer.same_plan(plan_from(["Who directed Blue Harbour?", "Where was #1 born?"], 4), old)
-    assert not QuestionDecomposer.same_plan(plan_from(["Who directed Blue Harbour?", "When was #1 born?"], 4), old)
-    assert not QuestionDecomposer.same_plan(same[:1], old)
-    assert not QuestionDecomposer.same_plan(plan_from(["Who directed Blue", "Where was Mara"], 4), old)  # no substrings
 
 
 def test_plan_checks_switched_off_send_nothing_back():

@@ -188,7 +188,7 @@ def test_any_other_escalated_conflict_is_planned_as_a_rollback():
         assert isinstance(plan, RollbackPlan) and plan.discard == la
 
 
-def test_the_supervisor_trusts_a_chain_by_its_rule_or_by_the_question_shape_never_after_a_new_plan():
+def test_the_supervisor_trusts_a_chain_by_its_rule_or_by_the_question_shape():
     from reagent_local.agents.assembler import final_statement
     from reagent_local.agents.messages import CHAIN, Road
     from reagent_local.agents.supervisor import ChainFacts
@@ -198,8 +198,8 @@ def test_the_supervisor_trusts_a_chain_by_its_rule_or_by_the_question_shape_neve
 
     rules = RuleSet(["all"])
     supervisor = Supervisor(ConflictChecker(), Controller(rules), trust=0.5, options_trust=0.3, rules=rules)
-    by_rule = ChainFacts(rule="chain-last-step", answered=2, steps=2, checked=True, replanned=False)
-    by_model = ChainFacts(rule=None, answered=2, steps=2, checked=True, replanned=False)
+    by_rule = ChainFacts(rule="chain-last-step", answered=2, steps=2, checked=True)
+    by_model = ChainFacts(rule=None, answered=2, steps=2, checked=True)
     plain, either = "Who directed Red Sky?", "Which film came out first, Blue Harbour or Red Sky?"
     assert supervisor.trust_chain(plain, chain(plain, 0.6), by_rule).trusted
     assert not supervisor.trust_chain(plain, chain(plain, 0.4), by_rule).trusted  # below the bar
@@ -207,9 +207,9 @@ def test_the_supervisor_trusts_a_chain_by_its_rule_or_by_the_question_shape_neve
     trusted = supervisor.trust_chain(either, chain(either, 0.4), by_model)  # the either-or shape's lower bar
     assert trusted.trusted and "either-or-trust" in rules.names_fired
     assert not supervisor.trust_chain(either, chain(either, 0.4, problem="not an option"), by_model).trusted
-    replanned = ChainFacts(rule="chain-last-step", answered=2, steps=2, checked=True, replanned=True)
-    doubted = supervisor.trust_chain(plain, chain(plain, 0.9), replanned)
-    assert not doubted.trusted and doubted.note.endswith("the plan was made again")
+    unchecked = ChainFacts(rule="chain-last-step", answered=1, steps=2, checked=False)
+    doubted = supervisor.trust_chain(plain, chain(plain, 0.9), unchecked)
+    assert not doubted.trusted and doubted.note.endswith("a step is unanswered or unchecked")
     off = RuleSet(["all", "-either-or-trust"])
     strict = Supervisor(ConflictChecker(), Controller(off), options_trust=0.3, rules=off)
     assert not strict.trust_chain(either, chain(either, 0.4), by_model).trusted  # the rule switched off

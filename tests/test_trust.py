@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -117,6 +118,20 @@ def test_the_shipped_model_scores_the_features_a_run_gives():
     trust = load_trust_model().score(facts)
     assert 0.0 < trust.probability < 1.0 and trust.label in ("trusted", "not sure", "likely wrong")
     assert set(trust.features) >= set(load_trust_model().model.features)  # every feature kept, for a refit
+
+
+def test_a_retired_signal_a_model_still_reads_is_0_for_every_run():
+    from reagent_local.agents.logistic import LogisticModel
+
+    # plan-failed went with replanning: an old record may carry it, a model fitted then may weigh it
+    facts = TrustFacts("Who directed Blue Harbour?", "Mara Lind", grounded=True, fits=True, cited=1, unknown=False,
+                       uncertain=False, signals=("plan-failed", "low-confidence"))
+    assert "signal_plan_failed" not in facts.features() and facts.features()["signals_fired"] == 2.0
+    model = LogisticModel(("signal_plan_failed", "signal_low_confidence"), (0.0, 0.0), (1.0, 1.0), (3.0, 1.0), 0.0)
+    trust = TrustModel(model).score(facts)
+    assert trust.features["signal_plan_failed"] == 0.0 and trust.contributions["signal_plan_failed"] == 0.0
+    assert trust.probability == pytest.approx(1 / (1 + math.exp(-1.0)))  # the low-confidence weight alone
+    assert "signal_plan_failed" in load_trust_model().model.features  # the shipped model, fitted before, reads it
 
 
 def old_record(prediction: str, em: float, cited: list[str], **extra) -> dict:

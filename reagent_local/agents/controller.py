@@ -2,16 +2,14 @@
 
 It owns the budgets: the run's :class:`Budget` of LLM calls and seconds (every model call
 is charged to it), the retries a step gets (:meth:`Controller.retries`), the global
-rollbacks and new plans a question gets. Its decisions are values the loop carries out:
+rollbacks a question gets. Its decisions are values the loop carries out:
 
 - :meth:`Controller.skip`: a step whose input step found no answer is not attempted;
 - :meth:`Controller.override`: when the verifier gives up on a step, keep the best
   usable candidate (marked uncertain; never one the supervisor gave up) or none;
 - :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
   statements that won them are checked again with fresh evidence;
-- :meth:`Controller.may_roll_back`: global rollbacks are bounded per question;
-- :meth:`Controller.may_replan`: a plan whose step found no usable answer is made again, ``max_replans`` times
-  (``pipeline.max_replans``, 0 by default).
+- :meth:`Controller.may_roll_back`: global rollbacks are bounded per question.
 
 Reliability starts at 1.0 for every agent, drops when a statement of that agent is
 discarded and recovers a little when one survives to the final answer (it reads the
@@ -136,8 +134,6 @@ class Controller:
     conflicts_per_step: Counter = field(default_factory=Counter)
     challenged: set[int] = field(default_factory=set)
     rollbacks: int = 0
-    max_replans: int = 1
-    replans: int = 0
 
     def score(self, agent: str) -> float:
         """An agent's reliability in (0, 1]."""
@@ -197,14 +193,6 @@ class Controller:
     def count_rollback(self) -> None:
         """A global rollback happened."""
         self.rollbacks += 1
-
-    def may_replan(self) -> bool:
-        """A failed plan may be made again (``max_replans`` times per question)."""
-        return self.replans < self.max_replans
-
-    def count_replan(self) -> None:
-        """The decomposer made the plan again."""
-        self.replans += 1
 
     def challenges(self, step: int, kept: Sequence[Statement]) -> list[Challenge]:
         """Count a conflict on ``step``; after repeated ones, challenge the statements that won them."""

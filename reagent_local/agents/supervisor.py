@@ -78,7 +78,6 @@ class ChainFacts:
     answered: int  # steps that found their fact
     steps: int  # steps in the plan
     checked: bool  # every step found its fact and none is uncertain
-    replanned: bool  # the plan was made again after a step failed
 
 
 @dataclass(frozen=True)
@@ -163,22 +162,17 @@ class Supervisor:
 
         - a rule decided it from steps that all passed their checks with at least ``trust`` confidence, or
         - a ``trust`` rule fits the question (an 'A or B?' question), every step found its fact, and every
-          fact is at least ``options_trust`` sure;
-
-        and never after a new plan: the first plan failed, and the answer the new one gives replaces what
-        the run would have answered without it (the whole question read over both plans' passages), so it
-        must win that comparison rather than skip it.
+          fact is at least ``options_trust`` sure.
         """
         every_fact = how.answered > 0 and how.answered == how.steps
         by_rule = how.rule is not None and how.checked and chain.confidence >= self.trust
         shape = self.rules.first(TRUST, question, record=False)  # recorded only when it is what trusts the chain
         by_shape = shape is not None and every_fact and chain.confidence >= self.options_trust
-        trusted = chain.problem is None and (by_rule or by_shape) and not how.replanned
+        trusted = chain.problem is None and (by_rule or by_shape)
         if trusted and not by_rule and shape is not None:
             self.rules.fire(shape.rule, detail=f"every fact at least {self.options_trust:.2f} sure")
         made = f"rule {how.rule}" if how.rule else "the model"
-        doubt = "; the plan was made again" if how.replanned else \
-            ("; a step is unanswered or unchecked" if not how.checked else "")
+        doubt = "; a step is unanswered or unchecked" if not how.checked else ""
         note = f"{made} chose it from {how.answered} step(s), least sure {chain.confidence:.2f}" + ("" if trusted else doubt)
         return replace(chain, trusted=trusted, note=note)
 

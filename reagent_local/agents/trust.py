@@ -14,7 +14,8 @@ no passage the answer cites contains it (the index does not hold it).
 
 Features a run records are all of these; records of older runs lack a few (the token confidence and
 the chain's shape): ``record_facts`` reads what they have, and a model fitted on them uses only the
-features every example carries (bench/fit_trust.py).
+features every example carries (bench/fit_trust.py). A model fitted while a signal the loop no longer
+raises could fire (``RETIRED_SIGNALS``) still reads its feature: it is 0 for every run now.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ from .router import ROUTERS_DIR, question_features
 TRUST_PATH = ROUTERS_DIR / "trust.json"
 LIKELY_WRONG = 0.5  # a caught answer below this is more likely wrong than right
 # the conflict signals whose firing is a feature of its own (any other counts in ``signals_fired`` only)
-SIGNALS = ("low-confidence", "check-failed", "two-roads", "off-subject", "plan-failed")
+SIGNALS = ("low-confidence", "check-failed", "two-roads", "off-subject")
+# signals whose code was removed: plan-failed went with replanning (the shipped model, fitted before, gave it weight 0)
+RETIRED_SIGNALS = ("plan-failed",)
+
+
+def signal_feature(signal: str) -> str:
+    """The trust feature of a conflict signal: ``low-confidence`` -> ``signal_low_confidence``."""
+    return f"signal_{signal.replace('-', '_')}"
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,7 @@ class TrustFacts:
                "backtracking_changed": float(self.changed), "roads_disagreed": float(self.roads_disagreed),
                "whole_won": float(self.whole_won), "signals_fired": float(min(len(set(self.signals)), 5)),
                "rules_fired": float(min(self.rules, 5)), "calls": math.log1p(self.calls)}
-        out.update({f"signal_{name.replace('-', '_')}": float(name in self.signals) for name in SIGNALS})
+        out.update({signal_feature(name): float(name in self.signals) for name in SIGNALS})
         if self.confidence is not None:
             out["answer_confidence"] = float(self.confidence)
         if self.steps is not None:
@@ -148,8 +156,11 @@ class TrustModel:
     path: str = ""
 
     def score(self, facts: TrustFacts) -> Trust:
-        """The trust score of an answer; a feature the model reads that the facts lack is an error."""
+        """The trust score of an answer; a feature the model reads that the facts lack is an error (but for a
+        retired signal's, which no run raises any more: 0)."""
         values = facts.features()  # all of them, not only the model's: a refit on fresh records reads them
+        retired = {signal_feature(name) for name in RETIRED_SIGNALS}
+        values.update({name: 0.0 for name in self.model.features if name in retired and name not in values})
         p = self.model.probability(values)
         return Trust(p, self.model.threshold, facts.grounded, facts.caught, values, self.model.contributions(values))
 

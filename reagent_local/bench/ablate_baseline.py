@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config import Config, inert_removed, load_config
+from ..config import REMOVED, Config, inert_removed, load_config
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
 from .provenance import check_single, comparable_config, config_id, describe, legacy_config_id, origins
@@ -144,11 +144,19 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
     """The configuration a baseline ran with, with ``overrides`` ({"pipeline.two_roads": "false"}) applied.
 
     Paths are this machine's (``provenance.IGNORED``), threads the baseline's; a removed setting at the value that
-    behaves as today's code (``config.inert_removed``) is left out; another setting the code no longer has, or an
-    override it cannot take, is a BenchRunError naming it.
+    behaves as today's code (``config.inert_removed``) is left out, at another value it is refused (the code can
+    no longer answer as the baseline did); another setting the code no longer has, or an override it cannot take,
+    is a BenchRunError naming it.
     """
     flat = {f"{section}.{name}": value for section, values in _sections(resolved).items()
             for name, value in values.items() if not inert_removed(f"{section}.{name}", value)}
+    for dotted, value in flat.items():
+        section, _, name = dotted.partition(".")
+        if (section, name) in REMOVED:
+            inert, why = REMOVED[section, name]
+            raise BenchRunError(f"the baseline ran with {dotted} = {value!r}, which this code cannot run: {dotted} is "
+                                f"no longer a setting, and only {dotted} = {inert!r} answers as the code does now",
+                                hint=f"{why}; ablate against a baseline run at this commit")
     flat.update(overrides or {})
     try:
         config = load_config({k: v for k, v in flat.items() if v is not None})

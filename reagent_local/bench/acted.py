@@ -21,7 +21,7 @@ from ..rules import RULES
 Record = dict[str, Any]
 EVENTS_FILE = "events.duckdb"
 LOCAL_SIGNALS = ("low-confidence", "off-subject", "check-failed")  # the verifier's retry reasons
-GLOBAL_SIGNALS = ("plan-failed", "value-conflict", "broken-bridge", "unfounded-step")
+GLOBAL_SIGNALS = ("value-conflict", "broken-bridge", "unfounded-step")
 TWO_ROADS = "two-roads"
 
 
@@ -84,9 +84,6 @@ SETTINGS: dict[str, Setting] = {
     # a lower threshold retries only some of the same answers
     "pipeline.min_confidence": Setting(marks(signals=["low-confidence"]), _lower,
                                        "a low-confidence retry (only a lower threshold; a higher one may act anywhere)"),
-    # backtrack.replan: every new plan starts with a plan-failed signal
-    "pipeline.max_replans": Setting(marks(signals=["plan-failed"]), _lower,
-                                    "a plan-failed signal (only fewer replans)"),
     # roads.SecondRoad: the whole question is read (a call, even when the roads then agree; a reading that finds no
     # answer logs no signal, only the evidence sent for it), or the roads disagreed (a fired signal), or a chain was
     # trusted by its question's shape (a trust rule fires); a chain trusted otherwise reads nothing and changes nothing
@@ -102,7 +99,7 @@ def backtracking_marks(kind: str) -> Marks:
         # every retry or give-up, and every accept that takes an answer back, counts a local backtrack; the doubt
         # rules are consulted only with local backtracking on
         return marks(signals=LOCAL_SIGNALS, backtracks=["local"], rules=stage_rules("doubt"))
-    # global: the assembler's escalations and a new plan raise their signals, rollbacks count; the second road
+    # global: the assembler's escalations raise their signals, rollbacks count; the second road
     # runs only with global backtracking; the channel's escalations are rolled back only with it
     return marks(signals=GLOBAL_SIGNALS, backtracks=["global"]) | SETTINGS["pipeline.two_roads"].marks \
         | marks(escalated=True)

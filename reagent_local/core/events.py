@@ -193,7 +193,8 @@ class DecompositionFailed(EventBody):
 
 @_kind("plan")
 class Plan(EventBody):
-    """A (re)plan by the decomposer: sub-questions and, per step, the steps it depends on (0-based)."""
+    """The decomposer's plan: sub-questions and, per step, the steps it depends on (0-based). ``attempt`` and
+    ``reason``: a plan made again and what failed, in logs written before replanning was removed."""
     subquestions: tuple[str, ...]
     depends_on: tuple[tuple[int, ...], ...] = ()
     attempt: int = 1

@@ -93,10 +93,8 @@ class Plan:
     steps: tuple[SubQuestion, ...]
     error: str = ""
     raw: str = ""
-    attempt: int = 1  # 2 for a plan made again after the first failed
-    reason: str = ""  # what failed, for a plan made again
 
     @classmethod
-    def whole(cls, question: str, error: str = "", raw: str = "", attempt: int = 1, reason: str = "") -> "Plan":
+    def whole(cls, question: str, error: str = "", raw: str = "") -> "Plan":
         """The question itself as the only step."""
-        return cls((SubQuestion(0, question, ()),), error, raw, attempt, reason)
+        return cls((SubQuestion(0, question, ()),), error, raw)

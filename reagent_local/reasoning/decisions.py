@@ -1,7 +1,7 @@
 """What the loop's helpers (global backtracking, the second road) return: the next thing the driver does.
 
 A helper reads the run and decides; the driver carries the decision out (rounds on the
-channel, rollbacks, new plans: every change of the run's state) and, where the decision
+channel, rollbacks: every change of the run's state) and, where the decision
 says ``then``, asks the helper what comes next with what happened. No helper calls the driver.
 """
 
@@ -14,7 +14,6 @@ from ..agents.assembler import Assembly, Escalation
 from ..agents.messages import Road
 from ..agents.supervisor import RoadsVerdict
 from ..core.evidence import Evidence, EvidencePassage
-from ..core.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -39,26 +38,6 @@ class Escalate:
 
 
 @dataclass(frozen=True)
-class SecondPlan:
-    """The chain was caught (a step failed or stayed in doubt): a branch. The first chain is checkpointed, every
-    agent goes back to the plan's checkpoint, this plan is taken and solved, and ``then`` gets both answers (the
-    first and the second chain's) to choose between."""
-
-    plan: Plan
-    failure: str
-    first: Assembly
-    then: Callable[[Assembly, Assembly], "Decision"]
-
-
-@dataclass(frozen=True)
-class Abandon:
-    """The second plan's branch is given up (``reason``): every agent back to the first chain's checkpoint, whose
-    steps and answer stand again."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
 class Meet:
     """The two roads assert their answers in one round; a disagreement reaches the supervisor, whose verdict
     (None: they did not meet as a conflict) goes to ``then``."""
@@ -76,4 +55,4 @@ class Redo:
     then: Callable[[Assembly], "Decision"]
 
 
-Decision = Union[Done, Uncertain, Escalate, SecondPlan, Abandon, Meet, Redo]
+Decision = Union[Done, Uncertain, Escalate, Meet, Redo]

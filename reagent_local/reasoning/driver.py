@@ -37,7 +37,7 @@ from ..errors import LLMOutputError
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
-from .decisions import Abandon, Decision, Done, Escalate, Meet, Redo, SecondPlan, Uncertain
+from .decisions import Decision, Done, Escalate, Meet, Redo, Uncertain
 from .outcome import finish
 from ..core.plan import Plan
 from .roads import FALLBACK, SecondRoad
@@ -64,13 +64,9 @@ class QuestionRun:
             self.start(team.decomposer.plan(run.question))
             self.solve_pending()
             if settings.global_backtracking:
-                # Steps that contradict each other are escalated first (a rollback to the weakest); a chain still
-                # caught after that (a step failed, or stayed in doubt) is solved again on a second plan's branch.
+                # Steps that contradict each other are escalated (a rollback to the weakest) before the answer.
                 self._follow(self.backtracking.across_steps())
-                first = self.assemble()
-                final = self._follow(self.backtracking.second_plan(first) or Done(first))
-            else:
-                final = self.assemble()
+            final = self.assemble()
             run.first_answer = final.answer
             if settings.global_backtracking and settings.two_roads:
                 final = self._follow(self.roads.answer(final))
@@ -100,14 +96,6 @@ class QuestionRun:
                 self.deliver()
                 self.solve_pending()
                 decision = decision.then()
-            elif isinstance(decision, SecondPlan):  # a branch: the first chain checkpointed, the new plan solved
-                run.branch_off(decision.first, decision.failure)
-                self.start(decision.plan)
-                self.solve_pending()
-                self._follow(self.backtracking.across_steps())
-                decision = decision.then(decision.first, self.assemble())
-            elif isinstance(decision, Abandon):  # the branch given up: back to the first chain's checkpoint
-                decision = Done(run.abandon_branch(decision.reason))
             elif isinstance(decision, Meet):  # both roads assert in one round; the supervisor settles a conflict
                 run.verdict = None
                 run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=decision.chain,
@@ -280,9 +268,6 @@ class QuestionRun:
                                               answer=override.attempt.candidate.answer if override.attempt else ""))
         if override.attempt is None or override.statement is None:
             step.give_up()
-            reasons = step.attempts[-1].check.reasons() if step.attempts else ["nothing was found"]
-            run.failed = run.failed or (step, f"step {step.index + 1} ({step.question!r}) found no usable answer: "
-                                        + "; ".join(reasons))
             return
         self._publish(step, override.attempt, run.hold(VERIFIER, override.statement), uncertain=True)
 

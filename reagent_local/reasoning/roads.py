@@ -96,8 +96,7 @@ class SecondRoad:
         if self.whole is not None or self.whole_evidence is not None:
             return self.whole
         team.controller.check_budget()
-        # the passages the steps' answers came from, and (after a new plan) the first plan's
-        found = [p for s in run.steps for p in s.cited] + list(run.earlier_cited)
+        found = [p for s in run.steps for p in s.cited]  # the passages the steps' answers came from
         self.whole_evidence = team.retriever.gather(run.question, found)
         # handed over, not delivered in a round: the assembler reads it at once (the channel rule, core/channel.py)
         run.hand(RETRIEVER, (ASSEMBLER,), EvidenceFound.of(None, self.whole_evidence))
@@ -126,7 +125,7 @@ class SecondRoad:
             if not is_unknown(chain.answer) else "no answer"
         every_fact = bool(answered) and len(answered) == len(run.steps)
         how = ChainFacts(rule=chain.rule, answered=len(answered), steps=len(run.steps),
-                         checked=every_fact and not any(s.uncertain for s in run.steps), replanned=run.replanned)
+                         checked=every_fact and not any(s.uncertain for s in run.steps))
         statement = final_statement(run.question, chain.answer, confidence=confidence, cited=cited)
         road = Road(CHAIN, chain.answer, statement, confidence, problem, supported(chain.answer, cited))
         return run.team.supervisor.trust_chain(run.question, road, how)

@@ -1,7 +1,7 @@
 """One question's run: who takes part, what happened so far, and the one place each kind of change is made.
 
-The driver alone calls the methods that change the run (``take_plan``, ``branch_off``,
-``abandon_branch``, ``roll_back``, ``doubt_all``, ``hold``); its helpers read the run and return decisions
+The driver alone calls the methods that change the run (``take_plan``, ``roll_back``,
+``doubt_all``, ``hold``); its helpers read the run and return decisions
 (decisions.py). ``notes`` is a record, not the loop's state: the signals that fired and the whole
 question's confidence, written by whoever checks them and read only when the run closes.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..agents.assembler import Assembly, StepResult
+from ..agents.assembler import StepResult
 from ..agents.decomposer import AGENT as DECOMPOSER
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
 from ..agents.verifier import AGENT as VERIFIER
@@ -20,7 +20,6 @@ from ..core import events as ev
 from ..core.channel import Channel, Message
 from ..core.evidence import EvidencePassage, is_unknown
 from ..core.knowledge import Statement
-from ..core.log import Checkpoint
 from ..core.messages import MessageBody
 from ..core.plan import Plan, SubQuestion
 from ..core.workspace import Workspace
@@ -43,16 +42,6 @@ class Notes:
         self.ws.record(SUPERVISOR, ev.Signal(signal=name, fired=fired, step=step, detail=detail, values=values))
 
 
-@dataclass(frozen=True)
-class Branch:
-    """Where a second plan branched off: the first chain's checkpoint, steps and answer (to go back to)."""
-
-    checkpoint: Checkpoint
-    steps: list[Step]
-    failed: tuple[Step, str] | None
-    first: Assembly
-
-
 @dataclass
 class RunState:
     """The run's roles, log, channel and settings, and its facts so far (steps, counts, verdict)."""
@@ -65,11 +54,6 @@ class RunState:
     steps: list[Step] = field(default_factory=list)
     backtracks: dict[str, int] = field(default_factory=lambda: {"local": 0, "global": 0})
     challenges: int = 0
-    failed: tuple[Step, str] | None = None  # the first step of the plan that found no usable answer
-    plan_checkpoint: Checkpoint | None = None  # taken after the first plan: where a new plan starts
-    replanned: bool = False  # the plan was made again after a step failed or stayed in doubt
-    branch: Branch | None = None  # the first chain, while a second plan is tried
-    earlier_cited: tuple[EvidencePassage, ...] = ()  # what the first plan's answers were read from
     fallback_cited: tuple[EvidencePassage, ...] = ()  # what a whole-question answer was read from
     first_answer: str | None = None  # the chain's first answer, before the roads were compared
     verdict: RoadsVerdict | None = None  # the supervisor's verdict when the two roads disagreed
@@ -81,33 +65,11 @@ class RunState:
 
     # -- the changes: each kind made here, and only the driver calls them -----------------
     def take_plan(self, plan: Plan) -> None:
-        """A plan's steps replace the run's; the first plan's checkpoint is where a new plan starts."""
+        """The plan's steps are the run's; a checkpoint marks the plan in the log."""
         self.steps = [Step(sub) for sub in plan.steps]
-        self.failed = None
-        self.ws.record(DECOMPOSER, ev.Plan(subquestions=tuple(s.text for s in plan.steps), attempt=plan.attempt,
-                                           depends_on=tuple(s.depends_on for s in plan.steps), reason=plan.reason))
-        self.plan_checkpoint = self.plan_checkpoint or self.ws.checkpoint("plan")
-
-    def branch_off(self, first: Assembly, failure: str) -> None:
-        """A second plan is tried on a branch: the first chain checkpointed (to come back to), then every agent
-        back to the plan's checkpoint; what the first plan's answers were read from stays for the second road."""
-        assert self.plan_checkpoint is not None
-        self.branch = Branch(self.ws.checkpoint("first chain"), self.steps, self.failed, first)
-        self.ws.rollback_global(self.plan_checkpoint.id, f"the plan was caught: {failure}")
-        self.backtracks["global"] += 1
-        self.replanned = True
-        self.earlier_cited = tuple(p for s in self.steps for p in s.cited)
-
-    def abandon_branch(self, reason: str) -> Assembly:
-        """The second plan is given up: every agent back to the first chain's checkpoint, its steps stand again (what
-        the second chain read stays for the second road). Returns the first chain's answer."""
-        branch = self.branch
-        assert branch is not None
-        self.earlier_cited = tuple(p for s in self.steps for p in s.cited)
-        self.ws.rollback_global(branch.checkpoint.id, f"back to the first chain: {reason}")
-        self.backtracks["global"] += 1
-        self.steps, self.failed, self.branch = branch.steps, branch.failed, None
-        return branch.first
+        self.ws.record(DECOMPOSER, ev.Plan(subquestions=tuple(s.text for s in plan.steps),
+                                           depends_on=tuple(s.depends_on for s in plan.steps)))
+        self.ws.checkpoint("plan")
 
     def roll_back(self, plan: RollbackPlan) -> Step:
         """A global rollback: every agent back to the supervisor's checkpoint, the discarded answer never again, what the
@@ -128,8 +90,6 @@ class RunState:
                 self.steps[statement.subquestion].statement = stamped
         for index in plan.affected_steps:
             self.steps[index].reopen()
-        if self.failed and self.failed[0].index in plan.affected_steps:
-            self.failed = None  # the failed step is solved again; a new failure is recorded afresh
         return culprit
 
     def doubt_all(self) -> None:

@@ -20,7 +20,6 @@ class Step:
     evidence: Evidence | None = None  # what the verifier is reading, then what the accepted answer came from
     attempts: list[Attempt] = field(default_factory=list)
     answer: str = ""
-    kept: Attempt | None = None  # the attempt whose answer the step accepted
     statement: Statement | None = None  # the verifier's accepted statement
     cited: tuple[EvidencePassage, ...] = ()
     excluded: set[str] = field(default_factory=set)  # passage ids never to retrieve again
@@ -43,35 +42,17 @@ class Step:
         """Begin (again) with the question as it reads now."""
         self.question, self.evidence, self.attempts = question, None, []
         self.answer, self.statement, self.cited, self.done, self.uncertain = "", None, (), False, False
-        self.kept = None
 
     def accept(self, attempt: Attempt, statement: Statement | None, *, uncertain: bool = False) -> None:
         """The step is answered by this attempt."""
         self.answer, self.statement, self.evidence = attempt.candidate.answer, statement, attempt.evidence
-        self.kept = attempt
         self.cited = attempt.candidate.cited or attempt.evidence.passages[:1]
         self.done, self.uncertain = True, uncertain
 
     def give_up(self) -> None:
         """The step has no answer."""
-        self.answer, self.statement, self.evidence, self.cited, self.kept = "unknown", None, None, (), None
+        self.answer, self.statement, self.evidence, self.cited = "unknown", None, None, ()
         self.done, self.uncertain = True, True
-
-    def in_doubt(self, min_confidence: float) -> bool:
-        """Local backtracking did not make the step sure: it has no usable answer, or it was retried and kept an
-        answer the model was unsure of (below ``min_confidence``) or read where the step's subject is not named."""
-        if self.uncertain:
-            return True
-        kept = self.kept
-        return kept is not None and len(self.attempts) > 1 and (
-            kept.confidence < min_confidence or bool(kept.check.doubts))
-
-    def doubt(self) -> str:
-        """Why the step is in doubt, in the words of its checks."""
-        kept = self.kept or (self.attempts[-1] if self.attempts else None)
-        if kept is None:
-            return "nothing was found"
-        return "; ".join(kept.check.reasons()) or f"the model was unsure of it (confidence {kept.confidence:.2f})"
 
     def reopen(self, *, fresh: bool = True) -> None:
         """Solve the step again (after a global rollback or a challenge)."""

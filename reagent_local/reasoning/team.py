@@ -51,7 +51,7 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     the verifier's LLM judge goes through the run's calls and logs its verdicts."""
     pipeline, retrieval = config.pipeline, config.retrieval
     controller = Controller(rules, budget=budget, max_rollbacks=pipeline.max_backtrack_depth,
-                            max_retries=pipeline.max_backtrack_depth, max_replans=pipeline.max_replans)
+                            max_retries=pipeline.max_backtrack_depth)
     checker = ConflictChecker(LLMJudge(calls), on_judgement=partial(workspace.record_judgement, VERIFIER))
     retriever = RetrieverAgent(index, calls, top_k=retrieval.top_k, mode=retrieval.mode,
                                passage_chars=retrieval.passage_chars, focus_chars=retrieval.focus_chars,
