@@ -21,7 +21,9 @@ from ..rules import RULES
 Record = dict[str, Any]
 EVENTS_FILE = "events.duckdb"
 LOCAL_SIGNALS = ("low-confidence", "off-subject", "check-failed")  # the verifier's retry reasons
-GLOBAL_SIGNALS = ("plan-failed", "value-conflict", "broken-bridge", "unfounded-step")
+# (a record of a run before the assembler's escalations were removed may also name value-conflict, broken-bridge
+# or unfounded-step: each came with a rollback, which the record's global count shows)
+GLOBAL_SIGNALS = ("plan-failed",)
 TWO_ROADS = "two-roads"
 
 
@@ -102,7 +104,7 @@ def backtracking_marks(kind: str) -> Marks:
         # every retry or give-up, and every accept that takes an answer back, counts a local backtrack; the doubt
         # rules are consulted only with local backtracking on
         return marks(signals=LOCAL_SIGNALS, backtracks=["local"], rules=stage_rules("doubt"))
-    # global: the assembler's escalations and a new plan raise their signals, rollbacks count; the second road
+    # global: a new plan raises its signal, rollbacks count; the second road
     # runs only with global backtracking; the channel's escalations are rolled back only with it
     return marks(signals=GLOBAL_SIGNALS, backtracks=["global"]) | SETTINGS["pipeline.two_roads"].marks \
         | marks(escalated=True)

@@ -1,9 +1,8 @@
-"""Global backtracking, decided: the assembler's contradictions to escalate, and a second plan for a caught chain.
+"""Global backtracking, decided: a second plan for a caught chain.
 
-The decisions come from the roles (the controller allows, the decomposer re-plans, the
-assembler finds what does not fit together); this helper of the driver reads the run and
-returns what to do next (decisions.py). The driver carries it out: the rounds, the rollback
-the supervisor plans for an escalation, the branch a second plan is solved on.
+The decisions come from the roles (the controller allows, the decomposer re-plans); this helper
+of the driver reads the run and returns what to do next (decisions.py). The driver carries it
+out: the branch a second plan is solved on.
 
 A chain is caught when a step found no usable answer or kept one it could not make sure of
 (the verifier's retries, local backtracking, did not settle it: ``Step.in_doubt``). Asking the same model about
@@ -19,12 +18,9 @@ from __future__ import annotations
 
 from ..agents.assembler import Assembly
 from ..core.evidence import is_unknown
-from .decisions import Abandon, Decision, Done, Escalate, SecondPlan, Uncertain
+from .decisions import Abandon, Decision, Done, SecondPlan
 from .state import RunState
 from .steps import Step
-
-# The signal name a benchmark record carries for each kind of the assembler's escalation.
-ESCALATION_SIGNALS = {"value": "value-conflict", "bridge": "broken-bridge", "unfounded": "unfounded-step"}
 
 
 class GlobalBacktracking:
@@ -68,24 +64,6 @@ class GlobalBacktracking:
         if is_unknown(first.answer) or self.caught() is None:
             return Done(second)
         return Abandon(f"the second plan's chain answered {second.answer!r} no surer than the first's {first.answer!r}")
-
-    def across_steps(self) -> Escalate | Uncertain | None:
-        """The next of the assembler's contradictions to send to the supervisor, while rollbacks are left; the steps
-        in doubt when one is left that cannot be sent (no rollback left, or only silenced ones:
-        ``pipeline.signals_off``); None when the steps agree."""
-        run, team = self.run, self.run.team
-        if team.controller.may_roll_back():
-            found = team.assembler.contradictions(run.results())
-            if not found:
-                return None
-            silenced = set(run.settings.signals_off)
-            escalations = [e for e in found if ESCALATION_SIGNALS[e.kind] not in silenced]
-            if escalations:
-                first = escalations[0]
-                run.notes.signal(ESCALATION_SIGNALS[first.kind], True, first.reason)
-                return Escalate(first, then=self.across_steps)
-        # only silenced ones, or past the rollback budget: they leave the steps uncertain
-        return Uncertain() if team.assembler.contradictions(run.results()) else None
 
 
 def _doubt(step: Step) -> str:

@@ -8,9 +8,9 @@ says ``then``, asks the helper what comes next with what happened. No helper cal
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Union
 
-from ..agents.assembler import Assembly, Escalation
+from ..agents.assembler import Assembly
 from ..agents.messages import Road
 from ..agents.supervisor import RoadsVerdict
 from ..core.evidence import Evidence, EvidencePassage
@@ -23,19 +23,6 @@ class Done:
 
     answer: Assembly
     cited: tuple[EvidencePassage, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Uncertain:
-    """The steps' contradictions cannot be settled (no rollback left, or their signals silenced): all stand, in doubt."""
-
-
-@dataclass(frozen=True)
-class Escalate:
-    """Send the assembler's contradiction to the supervisor: a round (its rollback), the reopened steps solved."""
-
-    contradiction: Escalation
-    then: Callable[[], Optional["Decision"]]
 
 
 @dataclass(frozen=True)
@@ -76,4 +63,4 @@ class Redo:
     then: Callable[[Assembly], "Decision"]
 
 
-Decision = Union[Done, Uncertain, Escalate, SecondPlan, Abandon, Meet, Redo]
+Decision = Union[Done, SecondPlan, Abandon, Meet, Redo]

@@ -24,7 +24,7 @@ from ..agents.assembler import AGENT as ASSEMBLER, Assembly
 from ..agents.controller import AGENT as CONTROLLER, BudgetExhausted
 from ..agents.decomposer import AGENT as DECOMPOSER
 from ..core.evidence import Evidence, EvidencePassage, is_unknown
-from ..agents.messages import AnswerMade, Contradiction, EvidenceFound, PlanMade, Recheck, RoadAnswer, StepAnswer
+from ..agents.messages import AnswerMade, EvidenceFound, PlanMade, Recheck, RoadAnswer, StepAnswer
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
 from ..agents.verifier import AGENT as VERIFIER, Accept, Attempt, Candidate, GiveUp, Retry, graph_facts
@@ -37,7 +37,7 @@ from ..errors import LLMOutputError
 from .answer import Answer
 from .backtrack import GlobalBacktracking
 from .calls import CallLedger
-from .decisions import Abandon, Decision, Done, Escalate, Meet, Redo, SecondPlan, Uncertain
+from .decisions import Abandon, Decision, Done, Meet, Redo, SecondPlan
 from .outcome import finish
 from ..core.plan import Plan
 from .roads import FALLBACK, SecondRoad
@@ -64,9 +64,7 @@ class QuestionRun:
             self.start(team.decomposer.plan(run.question))
             self.solve_pending()
             if settings.global_backtracking:
-                # Steps that contradict each other are escalated first (a rollback to the weakest); a chain still
-                # caught after that (a step failed, or stayed in doubt) is solved again on a second plan's branch.
-                self._follow(self.backtracking.across_steps())
+                # a caught chain (a step failed, or stayed in doubt) is solved again on a second plan's branch
                 first = self.assemble()
                 final = self._follow(self.backtracking.second_plan(first) or Done(first))
             else:
@@ -91,20 +89,10 @@ class QuestionRun:
         """Carry out a helper's decision, and each one it leads to, up to an answer (or nothing more to do)."""
         run = self.run
         while decision is not None and not isinstance(decision, Done):
-            if isinstance(decision, Uncertain):
-                run.doubt_all()
-                decision = None
-            elif isinstance(decision, Escalate):  # a reject to the supervisor: the next round escalates it
-                found = decision.contradiction
-                run.post(ASSEMBLER, (SUPERVISOR,), Contradiction(kind=found.kind, reason=found.reason), found.statements)
-                self.deliver()
-                self.solve_pending()
-                decision = decision.then()
-            elif isinstance(decision, SecondPlan):  # a branch: the first chain checkpointed, the new plan solved
+            if isinstance(decision, SecondPlan):  # a branch: the first chain checkpointed, the new plan solved
                 run.branch_off(decision.first, decision.failure)
                 self.start(decision.plan)
                 self.solve_pending()
-                self._follow(self.backtracking.across_steps())
                 decision = decision.then(decision.first, self.assemble())
             elif isinstance(decision, Abandon):  # the branch given up: back to the first chain's checkpoint
                 decision = Done(run.abandon_branch(decision.reason))
