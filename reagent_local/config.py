@@ -119,13 +119,17 @@ DEFAULT_RULES: tuple[str, ...] = ("either-or-steps", "single-step-verbatim", "sp
 
 # Backtracking signals with no other switch, which ``pipeline.signals_off`` can silence: a silenced signal
 # sends nothing back, and what it found leaves the answer standing, marked uncertain.
-SWITCHABLE_SIGNALS = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
-# Silenced by default: the assembler's three escalations since the dev ablation (they fired on 1 or 2 of the 240
-# dev questions and changed no answer: docs/benchmarks.md, "Ablations"); the verifier's retry of an answer that
-# failed a check since the train ablation (on 95 train questions its retries fixed 1 answer and broke 3, for a
-# median call more; on the dev questions it changed none: docs/benchmarks.md, "Retries and signals on train").
-# ``signals_off = []`` brings them all back.
-DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("check-failed", "value-conflict", "broken-bridge", "unfounded-step")
+SWITCHABLE_SIGNALS = ("check-failed",)
+# Silenced by default: the verifier's retry of an answer that failed a check since the train ablation (on 95 train
+# questions its retries fixed 1 answer and broke 3, for a median call more; on the dev questions it changed none:
+# docs/benchmarks.md, "Retries and signals on train"). ``signals_off = []`` brings it back.
+DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("check-failed",)
+# Signals removed with the code that raised them. Naming one in ``signals_off`` asks for it silenced, which is
+# what the code now always does: the name is accepted and dropped (a config, REAGENT_PIPELINE_SIGNALS_OFF or an
+# old run's config.json that copied the old default keeps working, and resolves as if it had not named it).
+REMOVED_SIGNALS: dict[str, str] = {
+    name: "the assembler's escalations across steps were removed (decided on dev: docs/repairs.md)"
+    for name in ("value-conflict", "broken-bridge", "unfounded-step")}
 # The other signals and the setting that switches each off.
 SIGNAL_SWITCHES = {"low-confidence": "min_confidence = 0", "off-subject": "the doubt rule off-subject (rules)",
                    "two-roads": "two_roads = false"}
@@ -246,7 +250,7 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
 
         resolve(out)
     if (section, name) == ("pipeline", "signals_off"):
-        _check_signals(out)
+        out = _check_signals(out)
     choices = _CHOICES.get((section, name))
     if choices is not None and out not in choices:
         raise ConfigError(f"invalid value {value!r} for {where}", hint=f"choose one of {sorted(choices)}")
@@ -254,7 +258,10 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
 
 
 def signal_problem(name: str) -> tuple[str, str] | None:
-    """Why ``name`` cannot be silenced through ``pipeline.signals_off`` (the problem and a hint), or None."""
+    """Why ``name`` cannot be silenced or switched on through ``pipeline.signals_off`` (the problem and a hint), or
+    None."""
+    if name in REMOVED_SIGNALS:
+        return f"{name} was removed", f"{REMOVED_SIGNALS[name]}; it never fires, so there is nothing to switch"
     if name in SIGNAL_SWITCHES:
         return f"{name} has its own switch", f"use {SIGNAL_SWITCHES[name]} instead"
     if name not in SWITCHABLE_SIGNALS:
@@ -262,12 +269,15 @@ def signal_problem(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_signals(names: tuple[str, ...]) -> None:
-    """A ConfigError for a name in ``pipeline.signals_off`` that is not a switchable signal."""
-    for name in names:
+def _check_signals(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``pipeline.signals_off`` without the removed signals (silenced for good); a ConfigError for a name that is
+    not a switchable signal."""
+    kept = tuple(name for name in names if name not in REMOVED_SIGNALS)
+    for name in kept:
         problem = signal_problem(name)
         if problem is not None:
             raise ConfigError(f"pipeline.signals_off: {problem[0]}", hint=problem[1])
+    return kept
 
 
 def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:

@@ -180,8 +180,7 @@ def run_exact(data: Path, out: Path, methods: list[str]) -> list[dict]:
     index = InMemoryIndex()
     for n, passage in enumerate(open_corpus(load_questions(data, "hotpotqa"))):
         index.add(passage.title, passage.text, n)
-    config = load_config({"retrieval.top_k": 1,
-                          "pipeline.signals_off": ("value-conflict", "broken-bridge", "unfounded-step")}, env={})
+    config = load_config({"retrieval.top_k": 1, "pipeline.signals_off": ()}, env={})
     run_benchmark("hotpotqa", data, config=config, methods=methods, out=out, llm=exact_model(), retriever=index)
     return read_records(out / RECORDS_FILE)
 

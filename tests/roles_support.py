@@ -14,7 +14,7 @@ def caller(llm):
 
 def steps(*specs, questions=None) -> list[StepResult]:
     """StepResults from (answer, depends_on) pairs; questions default to q0, q1, ..."""
-    return [StepResult(i, questions[i] if questions else f"q{i}", answer, None, (), depends)
+    return [StepResult(i, questions[i] if questions else f"q{i}", answer, None, depends)
             for i, (answer, depends) in enumerate(specs)]
 
 

@@ -102,10 +102,32 @@ def simple_run(log: EventLog, question: str = "Who directed the film Blue Harbou
     return Pipeline(scenario_config(), llm=llm, retriever=idx, log=log).ask(question).run_id
 
 
+CAPITAL_QUESTION = "What is the capital of the state where the 1984 Summer Olympics were held?"
+
+
+def capitals_llm() -> ScriptedLLM:
+    """Steps 2, 3 and 4 all use step 1 (one wave, one round): step 3 claims Los Angeles against both others' Sacramento
+    once, then says Sacramento."""
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["In which state were the 1984 Summer Olympics held?", "What is the capital of #1?",
+                                   "Which city is the seat of the government of #1?",
+                                   "Which city is the state capital of #1?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "California", "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
+                 schema="SubAnswer", contains="In which state")
+    llm.add_rule({"answer": WRONG_CAPITAL, "passages": [1, 2], "subject": "California", "relation": "capital"},
+                 schema="SubAnswer", contains="seat of the government of California", times=1, confidence=0.6)
+    llm.add_rule({"answer": "Sacramento", "passages": [1], "subject": "California", "relation": "capital"},
+                 schema="SubAnswer")
+    llm.add_rule({"query": "California state capital seat of government"}, schema="Reformulation")
+    llm.add_rule({"answer": "Sacramento"}, schema="FinalAnswer")
+    return llm
+
+
 def challenge_run(log: EventLog) -> str:
-    """Step 4 claims Los Angeles twice: two global rollbacks, then the controller challenges the kept claim."""
-    llm = olympics_llm((WRONG_CAPITAL, WRONG_CAPITAL), wrong_state=False)
-    answer = Pipeline(scenario_config("global"), llm=llm, retriever=olympics_index(), log=log).ask(QUESTION)
+    """Step 3's Los Angeles meets two Sacramentos in one round: two conflicts on step 3, two global rollbacks, then
+    the controller challenges the claim that won the second."""
+    answer = Pipeline(scenario_config("global"), llm=capitals_llm(), retriever=olympics_index(), log=log).ask(
+        CAPITAL_QUESTION)
     assert answer.challenges == 1, answer.challenges
     return answer.run_id
 

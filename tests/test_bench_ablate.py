@@ -254,6 +254,7 @@ def test_baselines_of_two_configurations_are_refused(scenario: dict, tmp_path: P
     ("signal:no-such-signal", "no signal named 'no-such-signal'"),
     ("signal:plan-failed", "no signal named 'plan-failed'"),
     ("setting:pipeline.max_replans=0", "pipeline.max_replans in .* is no longer a setting"),
+    ("signal:broken-bridge", "broken-bridge was removed"),  # the assembler's escalations: nothing to switch
     ("setting:pipeline.signals_off=check-failed", "use signal:NAME"),
     ("method:reagent-both", "the baseline's own method"),
     ("method:nonsense", "unknown method"),
@@ -308,20 +309,13 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
 def test_a_signal_is_ablated_where_it_fired(scenario: dict, tmp_path: Path) -> None:
     from reagent_local.config import load_config
 
-    shipped = load_config(env={})  # check-failed and the escalations are silenced by default: the spec switches one on
+    shipped = load_config(env={})  # check-failed is silenced by default: the spec switches it on
     back_on = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", shipped)
-    assert back_on.overrides == {"pipeline.signals_off": "value-conflict,broken-bridge,unfounded-step"}
+    assert back_on.overrides == {"pipeline.signals_off": ""}
     assert back_on.marks == marks(accepted_findings=True)  # the log shows where the silenced check found something
-    escalation = resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", shipped)
-    assert escalation.marks is None  # no trace of where it would act: every question reruns
-    assert escalation.overrides == {"pipeline.signals_off": "check-failed,value-conflict,unfounded-step"}
-    escalations_off = load_config({"pipeline.signals_off": ("value-conflict", "broken-bridge", "unfounded-step")},
-                                  env={})  # the defaults before the train ablation: check-failed joins them
-    spec = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", escalations_off)
-    assert spec.marks == marks(signals=["check-failed"])
-    assert spec.overrides == {"pipeline.signals_off": "value-conflict,broken-bridge,unfounded-step,check-failed"}
-    live = resolve_spec(parse_spec("signal:broken-bridge"), "reagent-both", ablation_config())
-    assert live.overrides == {"pipeline.signals_off": "broken-bridge"}
+    live = resolve_spec(parse_spec("signal:check-failed"), "reagent-both", ablation_config())
+    assert live.marks == marks(signals=["check-failed"])
+    assert live.overrides == {"pipeline.signals_off": "check-failed"}
     # the low-confidence retries of the born questions raise low-confidence, never check-failed: nothing is rerun
     (result,) = ablate(scenario, ["signal:check-failed"], tmp_path / "out", check=2)
     assert result["slug"] == "signal-check-failed" and result["datasets"][0]["affected"] == []

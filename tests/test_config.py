@@ -78,7 +78,8 @@ def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_sti
     from reagent_local.errors import BenchRunError
 
     old = asdict(Config())
-    old["pipeline"].update(router="off", router_file=None)  # a config.json written before the router went
+    old["pipeline"].update(router="off", router_file=None,  # a config.json written before the router went,
+                           signals_off=["check-failed", "value-conflict", "broken-bridge", "unfounded-step"])
     assert rebuild_config(old).pipeline == Config().pipeline
     old["pipeline"]["router"] = "learned"  # answers the code can no longer give
     with pytest.raises(BenchRunError, match="pipeline.router .* no longer a setting"):
@@ -98,9 +99,59 @@ def test_config_is_frozen(tmp_path):
 
 
 def test_signals_can_be_silenced(tmp_path):
-    config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed, broken-bridge"},
-                         toml_path=write_toml(tmp_path, ""))
-    assert config.pipeline.signals_off == ("check-failed", "broken-bridge")
+    config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": ""}, toml_path=write_toml(tmp_path, ""))
+    assert config.pipeline.signals_off == ()
+    config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed"}, toml_path=write_toml(tmp_path, ""))
+    assert config.pipeline.signals_off == ("check-failed",)
+
+
+@pytest.mark.parametrize("toml, env", [
+    ("[pipeline]\nsignals_off = ['check-failed', 'value-conflict', 'broken-bridge', 'unfounded-step']\n", {}),
+    ("", {"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed,unfounded-step"}),
+])
+def test_a_removed_signal_named_as_silenced_is_accepted_and_changes_nothing(tmp_path, toml, env):
+    from reagent_local.bench.provenance import config_id
+    from reagent_local.bench.rundir import config_dict
+
+    # the assembler's escalations are gone: silencing one asks for what the code always does now
+    config = load_config(env=env, toml_path=write_toml(tmp_path, toml))
+    default = load_config(env={}, toml_path=write_toml(tmp_path, ""))
+    assert config.pipeline.signals_off == default.pipeline.signals_off == ("check-failed",)
+    assert config_id(config_dict(config)) == config_id(config_dict(default))
+
+
+def test_an_old_runs_signals_off_rebuilds_when_it_silenced_the_removed_signals_and_is_refused_when_they_ran():
+    from dataclasses import asdict
+
+    from reagent_local.bench.ablate_baseline import rebuild_config
+    from reagent_local.config import Config
+    from reagent_local.errors import BenchRunError
+
+    old = asdict(Config())
+    old["pipeline"].update(router="off", router_file=None,  # a config.json written before either removal
+                           signals_off=["check-failed", "value-conflict", "broken-bridge", "unfounded-step"])
+    assert rebuild_config(old).pipeline == Config().pipeline
+    old["pipeline"]["signals_off"] = ["value-conflict", "broken-bridge", "unfounded-step"]  # check-failed live
+    assert rebuild_config(old).pipeline.signals_off == ()
+    for ran, live in ((["check-failed", "value-conflict"], "broken-bridge, unfounded-step"),
+                      (["check-failed"], "value-conflict, broken-bridge, unfounded-step"),  # the router says: old
+                      (None, "value-conflict, broken-bridge, unfounded-step")):  # before signals_off existed
+        if ran is None:
+            del old["pipeline"]["signals_off"]
+        else:
+            old["pipeline"]["signals_off"] = ran
+        with pytest.raises(BenchRunError, match=f"ran with {live} on: the assembler's escalations") as refused:
+            rebuild_config(old)
+        assert "run the baseline at this commit" in refused.value.hint
+    del old["pipeline"]["router"], old["pipeline"]["router_file"]  # written after the router went, before the
+    old["pipeline"].update(max_replans=0, signals_off=["check-failed"])  # escalations: max_replans says so
+    with pytest.raises(BenchRunError, match="ran with value-conflict, broken-bridge, unfounded-step on"):
+        rebuild_config(old)
+    old["pipeline"]["backtracking"] = "local"  # the escalations never ran without global backtracking
+    assert rebuild_config(old).pipeline.backtracking == "local"
+    today = asdict(Config())  # today's config.json never names them: check-failed switched on is not a refusal
+    today["pipeline"]["signals_off"] = []
+    assert rebuild_config(today).pipeline.signals_off == ()
 
 
 def test_reagent_models_points_every_home_at_one_models_folder(tmp_path):

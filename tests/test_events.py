@@ -219,6 +219,24 @@ def test_a_route_event_of_the_removed_learned_router_still_reads_and_describes()
     assert summarize(old).startswith('route: {"stage": "stop"')
 
 
+def test_an_escalation_of_the_removed_assembler_contradictions_still_reads_and_describes():
+    from reagent_local.trace.describe import summarize
+
+    from reagent_local.core.knowledge import statement_to_dict
+
+    statements = [statement_to_dict(SAC), statement_to_dict(LA)]
+    # logs written before the assembler's escalations were removed: its reject to the supervisor, then the escalation
+    reject = ev.decode(_old("message", {"kind": "reject", "recipients": ["supervisor"], "statements": statements,
+                                        "payload": {"kind": "bridge", "reason": "step 2 never mentions Sacramento"},
+                                        "body": "Contradiction"}))
+    assert isinstance(reject, ev.Message) and messages.decode(reject.body, reject.payload) is None
+    assert summarize(reject).endswith("— step 2 never mentions Sacramento")
+    escalate = ev.decode(_old("escalate", {"to": "supervisor", "round": 3, "reason": "step 2 never mentions Sacramento",
+                                           "messages": [6], "statements": statements, "kind": "bridge",
+                                           "source": "assembler"}))
+    assert isinstance(escalate, ev.Escalate) and "(bridge from assembler)" in summarize(escalate)
+
+
 def test_registry_covers_every_class_once():
     classes = [c for _, c in inspect.getmembers(ev, inspect.isclass)
                if issubclass(c, ev.EventBody) and c is not ev.EventBody]

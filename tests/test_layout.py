@@ -151,8 +151,8 @@ def test_no_class_over_300_lines_and_a_short_driver():
             if isinstance(node, ast.ClassDef):
                 assert node.end_lineno - node.lineno < 300, f"{path}: class {node.name}"
     driver = PACKAGE / "reasoning" / "driver.py"
-    # 300: the driver alone runs rounds and carries out the helpers' decisions (rollbacks, new plans, the roads'
-    # meeting), which backtrack.py and roads.py did themselves before
+    # 300: the driver alone runs rounds and carries out the helpers' decisions (rollbacks, the roads' meeting), which
+    # the helpers (roads.py, and backtrack.py until it was removed) did themselves before
     assert len(driver.read_text(encoding="utf-8").splitlines()) <= 300
 
 

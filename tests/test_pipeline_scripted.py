@@ -9,7 +9,7 @@ from reagent_local.reasoning.pipeline import Pipeline
 from reagent_local.testing import InMemoryIndex, InMemoryKG, ScriptedLLM, answer_citing
 
 from scenario_runs import QUESTION as OLYMPICS_Q
-from scenario_runs import olympics_index, olympics_llm, scenario_config
+from scenario_runs import CAPITAL_QUESTION, capitals_llm, olympics_index, olympics_llm, scenario_config
 
 
 @pytest.fixture
@@ -221,14 +221,14 @@ def pipeline_state(log, run_id):
 
 
 def test_controller_challenges_after_repeated_conflicts(log):
-    llm = olympics_llm(("Los Angeles", "Los Angeles"), wrong_state=False)
-    answer = pipeline(llm, olympics_index(), log, backtracking="global").ask(OLYMPICS_Q)
+    """Step 3 loses two conflicts of one round (against steps 2 and 4): the claim that won the second is rechecked."""
+    answer = pipeline(capitals_llm(), olympics_index(), log, backtracking="global").ask(CAPITAL_QUESTION)
     assert answer.challenges == 1
     assert answer.backtracks["global"] == 2
     challenge = next(e for e in log.events(answer.run_id) if e.type == "message" and e.payload["kind"] == "challenge")
-    assert "capital of California" in str(challenge.payload)
-    assert answer.subquestions[3].answer == "Sacramento"
-    assert answer.answer == "508,000"
+    assert "state capital of California" in str(challenge.payload)
+    assert [s.answer for s in answer.subquestions[1:]] == ["Sacramento"] * 3
+    assert answer.answer == "Sacramento"
 
 
 def test_budget_exhausted_returns_best_answer_marked_uncertain(log):
@@ -639,53 +639,27 @@ def test_an_either_or_chain_missing_a_fact_is_not_trusted(index, log):
     assert any("came out first" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
 
 
-def _director_index(*, with_birth: bool = True) -> InMemoryIndex:
+def _director_index() -> InMemoryIndex:
     index = InMemoryIndex()
     index.add("Blue Harbour", "Blue Harbour is a 1998 film directed by Mara Lind, from a novel by Tom Hale.")
-    if with_birth:
-        index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
+    index.add("Mara Lind", "Mara Lind (born 1961) is a Danish director.")
     return index
 
 
-def _wrong_director_llm() -> ScriptedLLM:
-    """Step 1 reads the novelist for the director until told the name was given up."""
+def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_leaves_that_answer_standing(log):
+    """Step 1 reads the novelist for the director, and step 2 finds nothing about him. The assembler's escalations
+    were removed: no answer is sent back, no rollback, and the steps that were answered are not doubted for it."""
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed Blue Harbour?", "When was #1 born?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="It is not Tom Hale")  # told what was given up, it reads again
     llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", contains="Who directed Blue Harbour?")  # the wrong name from the right passage
-    return llm
-
-
-def test_a_step_that_finds_nothing_about_the_answer_it_builds_on_sends_that_answer_back(log):
-    index = _director_index()
-    llm = _wrong_director_llm()
-    llm.add_rule({"answer": "1961", "passages": [1], "subject": "Mara Lind", "relation": "birth_date"},
-                 schema="SubAnswer", contains="When was Mara Lind born?")
+                 schema="SubAnswer", contains="Who directed Blue Harbour?", confidence=0.9)
     llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="When was Tom Hale born?")
     llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
-    answer = pipeline(llm, index, log, two_roads=False).ask("When was the director of Blue Harbour born?")
-    assert answer.answer == "1961" and [s.answer for s in answer.subquestions] == ["Mara Lind", "1961"]
-    assert answer.backtracks["global"] == 1 and "unfounded-step" in answer.signals
-    (conflict,) = [e.payload for e in log.events(answer.run_id) if e.type == "conflict_set"]
-    assert "found no answer" in conflict["reason"] and conflict["affected_steps"] == [0, 1]
-    prompts = [r.messages[-1]["content"] for r in llm.requests_for("SubAnswer")]
-    redo = [p for p in prompts if "It is not Tom Hale" in p]
-    assert len(redo) == 1 and "Blue Harbour is a 1998 film" in redo[0]  # its passage was kept
-
-
-def test_a_silenced_escalation_is_not_sent_back_and_leaves_the_steps_uncertain(log):
-    index = _director_index()
-    llm = _wrong_director_llm()
-    llm.add_rule({"answer": "unknown", "passages": []}, schema="SubAnswer", contains="When was Tom Hale born?")
-    llm.add_rule({"query": "Tom Hale writer born"}, schema="Reformulation")
-    answer = pipeline(llm, index, log, two_roads=False,
-                      signals_off=("unfounded-step",)).ask("When was the director of Blue Harbour born?")
-    assert "unfounded-step" not in answer.signals and answer.backtracks["global"] == 0
-    assert not [e for e in log.events(answer.run_id) if e.type == "conflict_set"]
-    assert not any("It is not Tom Hale" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
-    assert answer.subquestions[0].answer == "Tom Hale" and answer.subquestions[0].uncertain
+    answer = pipeline(llm, _director_index(), log, two_roads=False, answer_fallback=False).ask(
+        "When was the director of Blue Harbour born?")
+    assert answer.backtracks["global"] == 0 and not [e for e in log.events(answer.run_id) if e.type == "conflict_set"]
+    assert not any("It is not" in r.messages[-1]["content"] for r in llm.requests_for("SubAnswer"))
+    assert [(s.answer, s.uncertain) for s in answer.subquestions] == [("Tom Hale", False), ("unknown", True)]
 
 
 class _ModelThatWillNotLoad(ScriptedLLM):

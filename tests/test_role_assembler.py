@@ -1,13 +1,9 @@
-"""Answer-Assembler decisions: the final answer (by a rule or by the model) and the contradictions it escalates."""
+"""Answer-Assembler decisions: the final answer (by a rule or by the model) and the whole question read."""
 
 from __future__ import annotations
 
-import pytest
-
-from reagent_local.agents.assembler import AnswerAssembler, StepResult
+from reagent_local.agents.assembler import AnswerAssembler
 from reagent_local.agents.schemas import option_answer
-from reagent_local.core.conflicts import ConflictChecker
-from reagent_local.core.knowledge import make_statement
 from reagent_local.rules import RuleSet
 from reagent_local.testing import ScriptedLLM
 
@@ -15,7 +11,7 @@ from roles_support import caller, steps
 
 
 def assembler(llm, rules=("all",)) -> AnswerAssembler:
-    return AnswerAssembler(caller(llm), ConflictChecker(), RuleSet(rules))
+    return AnswerAssembler(caller(llm), RuleSet(rules))
 
 
 def test_a_rule_decides_before_the_model_and_is_named():
@@ -50,35 +46,6 @@ def test_an_either_or_question_gets_an_option_from_the_grammar():
     assert schema["properties"]["answer"]["enum"] == ["The Tallows", "Red Kite"]
 
 
-def test_a_broken_bridge_is_escalated():
-    s0 = make_statement("q0 -> Tom Hale", agent="verifier", subquestion=0)
-    s1 = make_statement("q1 -> Oslo", agent="verifier", subquestion=1)
-    broken = [StepResult(0, "Who directed X?", "Tom Hale", s0, ("X is by Tom Hale.",), ()),
-              StepResult(1, "Where was Tom Hale born?", "Oslo", s1, ("Mara Lind was born in Oslo.",), (0,))]
-    (found,) = assembler(ScriptedLLM()).contradictions(broken)
-    assert found.kind == "bridge" and "Tom Hale" in found.reason and found.statements == (s0, s1)
-
-
-@pytest.mark.parametrize("read, escalated", [
-    (("X is by Tom Hale.", "Mara Lind was born in Oslo."), True),  # only the passage Tom Hale came from names him
-    (("X is by Tom Hale.", "Tom Hale is a writer from Leeds."), False),  # another one does: the corpus lacks the fact
-])
-def test_a_failed_step_that_found_nothing_about_its_bridge_doubts_the_bridge(read, escalated):
-    s0 = make_statement("q0 -> Tom Hale", agent="verifier", subquestion=0)
-    results = [StepResult(0, "Who directed X?", "Tom Hale", s0, ("X is by Tom Hale.",), (), ("X is by Tom Hale.",)),
-               StepResult(1, "When was Tom Hale born?", "unknown", None, read, (0,))]
-    found = assembler(ScriptedLLM()).contradictions(results)
-    assert [(f.kind, f.statements) for f in found] == ([("unfounded", (s0,))] if escalated else [])
-
-
-def test_values_of_different_steps_that_cannot_both_hold_are_escalated():
-    a = make_statement("q0", subject="California", relation="capital", value="Sacramento", subquestion=0)
-    b = make_statement("q1", subject="California", relation="capital", value="Los Angeles", subquestion=1)
-    results = [StepResult(0, "q0", "Sacramento", a, (), ()), StepResult(1, "q1", "Los Angeles", b, (), ())]
-    (found,) = assembler(ScriptedLLM()).contradictions(results)
-    assert found.kind == "value" and set(found.statements) == {a, b}
-
-
 def test_the_second_road_reads_the_evidence_sent_to_it_and_snaps_to_an_option():
     from reagent_local.agents.messages import EvidenceFound
     from reagent_local.core.channel import Message
@@ -94,7 +61,7 @@ def test_the_second_road_reads_the_evidence_sent_to_it_and_snaps_to_an_option():
     llm = ScriptedLLM()
     llm.add_rule({"answer": "Red Sky (film)", "passages": [1], "subject": "", "relation": "other"}, schema="SubAnswer")
     rules = RuleSet(("all",))
-    snapped = AnswerAssembler(caller(llm), ConflictChecker(), rules).read_whole(question, found.evidence)
+    snapped = AnswerAssembler(caller(llm), rules).read_whole(question, found.evidence)
     assert snapped.answer == "Red Sky" and rules.names_fired == ["option-snap"]
     as_read = assembler(llm, ("all", "-option-snap")).read_whole(question, found.evidence)
     assert as_read.answer == "Red Sky (film)"

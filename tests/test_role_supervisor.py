@@ -50,17 +50,6 @@ def test_reliability_weighs_confidence():
     assert supervisor.strength(strong) < 0.8
 
 
-def test_a_broken_bridge_doubts_its_foundation_unless_that_is_clearly_stronger():
-    supervisor = Supervisor(ConflictChecker(), Controller(RuleSet()))
-    earlier = make_statement("q0 -> Tom Hale", subquestion=0, confidence=0.7)
-    later = make_statement("q1 -> Oslo", subquestion=1, confidence=0.6)
-    bridge = ConflictRecord((earlier, later), "never mentioned", 1, (), 0, kind="bridge", source="assembler")
-    assert supervisor.choose(bridge, (earlier, later)) == earlier
-    sure = make_statement("q0 -> Tom Hale", subquestion=0, confidence=1.0)
-    assert supervisor.choose(bridge, (sure, make_statement("q1 -> Oslo", subquestion=1, confidence=0.5))).text \
-        == "q1 -> Oslo"
-
-
 def road(name: str, answer: str, confidence: float, problem=None, grounded=True, trusted=False):
     from reagent_local.agents.assembler import final_statement
     from reagent_local.agents.messages import Road

@@ -1,4 +1,4 @@
-"""Answer-Assembler (A_A): composes the final answer and finds cross-step contradictions.
+"""Answer-Assembler (A_A): composes the final answer.
 
 The enabled ``assemble`` rules (reagent_local.rules.assemble_rules) decide clear cases
 in code: a chain answered by its last step, comparisons of dates and numbers, "both"
@@ -6,11 +6,9 @@ and "the same ..." questions, an option named by a step; the model is asked othe
 (grammar-bound to the question's two options when the ``option-grammar`` rule applies).
 For the second road it reads the whole question over the evidence the retriever sent it
 (:meth:`AnswerAssembler.read`), its answer put in the question's words by the ``snap`` rules.
-Contradictions between sub-questions are escalated to the Supervisor: verified
-statements whose values cannot both hold (the core's rules); a bridge that does not
-hold: step j was asked about answer #k, yet none of step j's evidence mentions that
-answer, so #k or step j's answer is wrong; and an unfounded step: step j found no
-answer about #k and nothing it read mentions #k, so #k is doubted.
+Conflicts between steps reach the Supervisor through the channel (two asserts of one wave
+that cannot both hold); the assembler no longer looks for contradictions across steps
+(removed after the dev decision: docs/repairs.md).
 """
 
 from __future__ import annotations
@@ -19,14 +17,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.channel import Message
-from ..core.conflicts import ConflictChecker
 from ..core.knowledge import Statement, make_statement
 from ..rules import RuleSet
 from ..rules.stages import ASSEMBLE, CONSTRAIN, SNAP
 from ..runtime.prompts import render_messages
-from ..text import is_yes_no_value
 from . import PROMPTS, Caller
-from ..core.evidence import Evidence, EvidencePassage, grounded_in, is_unknown
+from ..core.evidence import Evidence, EvidencePassage
 from .messages import EvidenceFound
 from .schemas import FinalAnswer, option_answer
 from .verifier import Candidate, read_passages
@@ -44,15 +40,6 @@ def final_statement(question: str, answer: str, *, confidence: float,
 
 
 @dataclass(frozen=True)
-class Escalation:
-    """Statements that cannot all stand, with the reason, sent to the Supervisor."""
-
-    statements: tuple[Statement, ...]
-    reason: str
-    kind: str  # "value" | "bridge" | "unfounded"
-
-
-@dataclass(frozen=True)
 class StepResult:
     """What the assembler knows of one answered sub-question."""
 
@@ -60,9 +47,7 @@ class StepResult:
     question: str  # with earlier answers substituted
     answer: str
     statement: Statement | None
-    evidence_texts: tuple[str, ...]
     depends_on: tuple[int, ...]
-    cited_texts: tuple[str, ...] = ()  # the passages this step's answer was read from
 
 
 @dataclass(frozen=True)
@@ -74,43 +59,11 @@ class Assembly:
 
 
 class AnswerAssembler:
-    """Final answer from verified partial answers; escalates what does not fit together."""
+    """Final answer from verified partial answers, and the whole question read for the second road."""
 
-    def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet) -> None:
+    def __init__(self, call: Caller, rules: RuleSet) -> None:
         self.call = call
-        self.checker = checker
         self.rules = rules
-
-    def contradictions(self, steps: Sequence[StepResult]) -> list[Escalation]:
-        """Cross-step value conflicts (rules only) and broken bridges."""
-        found: list[Escalation] = []
-        structured = [s.statement for s in steps if s.statement is not None and s.statement.structured]
-        for a, b, verdict in self.checker.find_conflicting_pairs(structured):
-            if a.subquestion != b.subquestion:
-                found.append(Escalation((a, b), verdict.reason, "value"))
-        by_index = {s.index: s for s in steps}
-        for step in steps:
-            for k in step.depends_on:
-                earlier = by_index.get(k)
-                if earlier is None or earlier.statement is None or is_unknown(earlier.answer):
-                    continue  # nothing to reconcile: an unanswered step is not a contradiction
-                if is_yes_no_value(earlier.answer) or not step.evidence_texts:
-                    continue
-                if is_unknown(step.answer):
-                    # step j found nothing, and nothing it read mentions answer #k beyond the passage #k was
-                    # read from: #k is the likelier culprit
-                    sources = set(earlier.cited_texts)
-                    about = [t for t in step.evidence_texts if t not in sources]
-                    if about and grounded_in(earlier.answer, about):
-                        continue
-                    reason = (f"step {step.index + 1} asks about {earlier.answer!r} (answer {k + 1}) and found no "
-                              f"answer; no passage it read mentions {earlier.answer!r} but the one it came from")
-                    found.append(Escalation((earlier.statement,), reason, "unfounded"))
-                elif step.statement is not None and not grounded_in(earlier.answer, step.evidence_texts):
-                    reason = (f"step {step.index + 1} asks about {earlier.answer!r} (answer {k + 1}) "
-                              f"but none of its passages mention it")
-                    found.append(Escalation((earlier.statement, step.statement), reason, "bridge"))
-        return found
 
     def assemble(self, question: str, steps: Sequence[StepResult]) -> Assembly:
         """The final short answer: the first enabled assemble rule that decides, else the model."""

@@ -6,18 +6,18 @@
 | :class:`EvidenceFound` | inform | retriever -> verifier (a step), assembler (the whole question) | answers from it |
 | :class:`StepAnswer` | assert | verifier -> assembler | the statement enters the assembler's state |
 | :class:`Rejection` | reject | verifier -> retriever | searches again with a new query |
-| :class:`Contradiction` | reject | assembler -> supervisor | the channel escalates it; the supervisor rolls back |
 | :class:`RoadAnswer` | assert | assembler -> supervisor | two that disagree are escalated; the supervisor settles them |
 | :class:`AnswerMade` | inform | assembler -> controller | rewards the agents whose statements stood |
 | :class:`Recheck` | challenge | controller -> retriever, verifier | searches afresh / withdraws the statement |
 
-Each body is logged with its payload and read back by ``reagent_local.core.messages.decode``.
+Each body is logged with its payload and read back by ``reagent_local.core.messages.decode``. Logs written
+before the assembler's escalations were removed may hold a ``Contradiction`` (a reject from the assembler to
+the supervisor): it is no longer registered, so it decodes to None and reads from its raw payload (reason, kind).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from ..core.knowledge import Statement
 from ..core.messages import MessageBody, body
@@ -101,22 +101,6 @@ class Rejection(MessageBody):
     def why(self) -> str:
         """Every reason, in one line."""
         return "; ".join(self.reasons)
-
-
-@body("reject")
-class Contradiction(MessageBody):
-    """Statements of different steps that cannot all stand (the message's statements), for the supervisor."""
-
-    kind: Literal["value", "bridge", "unfounded"]
-    reason: str
-
-    def why(self) -> str:
-        """What does not fit together."""
-        return self.reason
-
-    def escalation(self) -> str:
-        """The conflict's kind: a value clash, a broken bridge, an unfounded step."""
-        return self.kind
 
 
 @body("assert")

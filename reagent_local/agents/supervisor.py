@@ -1,9 +1,7 @@
 """Supervisor (A_S): turns an escalated conflict into a global rollback plan, and settles the two roads.
 
 Conflicts reach it through the channel: concurrent asserts that contradict each other
-in one round, and contradictions the assembler finds across steps (sent as a reject
-addressed to the supervisor), among them an answer a later step could find nothing
-about, which is given up while its passages may be read again. For each, it takes the minimal conflict set, gives up
+in one round. For each, it takes the minimal conflict set, gives up
 the statement with the lowest confidence times its agent's reliability, and plans the
 rollback: the checkpoint before that statement entered, the steps to solve again (the
 discarded one and every step using its answer), and the statements the rollback would
@@ -42,7 +40,6 @@ from .trust import Trust, TrustFacts, TrustModel, unscored
 from .schemas import option_answer
 
 AGENT = "supervisor"
-BRIDGE_MARGIN = 0.2  # how much stronger a bridge's foundation must be to survive the step that could not find it
 
 
 class StateView(Protocol):
@@ -67,7 +64,6 @@ class RollbackPlan:
     reassert: tuple[Statement, ...]
     reason: str
     source: str
-    keep_passages: bool = False  # the discarded answer goes, the passages it was read from may be read again
 
 
 @dataclass(frozen=True)
@@ -124,8 +120,8 @@ class Supervisor:
         return verdict
 
     def conflict_set(self, conflict: ConflictRecord) -> tuple[Statement, ...]:
-        """The minimal conflict set (value conflicts through the core; a broken bridge is already minimal)."""
-        if conflict.kind in ("bridge", "unfounded") or len(conflict.statements) < 3:
+        """The minimal conflict set (through the core)."""
+        if len(conflict.statements) < 3:
             return tuple(conflict.statements)
         return tuple(minimal_conflict_set(list(conflict.statements), self.checker))
 
@@ -135,13 +131,6 @@ class Supervisor:
 
     def choose(self, conflict: ConflictRecord, mcs: Sequence[Statement]) -> Statement:
         """The statement to give up: the weakest (the latest on a tie)."""
-        if conflict.kind == "unfounded":  # the answer a later step could find nothing about
-            return mcs[0]
-        if conflict.kind == "bridge":
-            # the later step was built on the earlier one: doubt the foundation first,
-            # unless it is clearly stronger than the step that failed to find it
-            earlier, later = mcs[0], mcs[1]
-            return earlier if self.strength(earlier) <= self.strength(later) + BRIDGE_MARGIN else later
         return min(mcs, key=lambda s: (self.strength(s), -(s.time or 0)))
 
     def resolve(self, conflict: ConflictRecord, view: StateView, plan: Sequence[SubQuestion]) -> RollbackPlan:
@@ -154,8 +143,7 @@ class Supervisor:
         affected = tuple(sorted(dependents(plan, step))) if isinstance(step, int) else ()
         doomed = discarded_between(view.state(), view.state_at(checkpoint.time))
         reassert = tuple(s for s in doomed if isinstance(s.subquestion, int) and s.subquestion not in affected)
-        return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source,
-                            keep_passages=conflict.kind == "unfounded")
+        return RollbackPlan(mcs, discard, keep, checkpoint, affected, reassert, conflict.reason, conflict.source)
 
     def trust_chain(self, question: str, chain: Road, how: ChainFacts) -> Road:
         """The chain's road, trusted when

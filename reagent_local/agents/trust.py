@@ -37,8 +37,9 @@ TRUST_PATH = ROUTERS_DIR / "trust.json"
 LIKELY_WRONG = 0.5  # a caught answer below this is more likely wrong than right
 # the conflict signals whose firing is a feature of its own (any other counts in ``signals_fired`` only)
 SIGNALS = ("low-confidence", "check-failed", "two-roads", "off-subject")
-# signals whose code was removed: plan-failed went with replanning (the shipped model, fitted before, gave it weight 0)
-RETIRED_SIGNALS = ("plan-failed",)
+# signals whose code was removed: plan-failed went with replanning (the shipped model, fitted before, gave it weight 0),
+# the assembler's three escalations with them (never a feature of their own: they count in ``signals_fired`` only)
+RETIRED_SIGNALS = ("plan-failed", "value-conflict", "broken-bridge", "unfounded-step")
 
 
 def signal_feature(signal: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config import REMOVED, Config, inert_removed, load_config
+from ..config import REMOVED, REMOVED_SIGNALS, Config, inert_removed, load_config
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
 from .provenance import check_single, comparable_config, config_id, describe, legacy_config_id, origins
@@ -145,9 +145,14 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
 
     Paths are this machine's (``provenance.IGNORED``), threads the baseline's; a removed setting at the value that
     behaves as today's code (``config.inert_removed``) is left out, at another value it is refused (the code can
-    no longer answer as the baseline did); another setting the code no longer has, or an override it cannot take,
-    is a BenchRunError naming it.
+    no longer answer as the baseline did); removed signals the baseline silenced (``config.REMOVED_SIGNALS``) are
+    left out too, and a baseline that ran with one live is refused. Another setting the code no longer has, or an
+    override it cannot take, is a BenchRunError naming it.
     """
+    live = removed_signals_live(resolved)
+    if live:
+        raise BenchRunError(f"the baseline ran with {', '.join(live)} on: {REMOVED_SIGNALS[live[0]]}",
+                            hint="this code cannot give the answers it ablates against: run the baseline at this commit")
     flat = {f"{section}.{name}": value for section, values in _sections(resolved).items()
             for name, value in values.items() if not inert_removed(f"{section}.{name}", value)}
     for dotted, value in flat.items():
@@ -167,6 +172,26 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
         section, _, name = dotted.partition(".")
         config = dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **{name: None})})
     return config
+
+
+def removed_signals_live(resolved: Mapping[str, Any]) -> list[str]:
+    """The removed signals (``config.REMOVED_SIGNALS``) a baseline's configuration ran with on.
+
+    Today's code never writes them, so a ``signals_off`` that names one was written before they went, and any it
+    does not name was on. A configuration with no ``signals_off`` predates the switch: all were on (they ran only
+    with global backtracking). One that names none is today's, unless it still holds ``pipeline.router`` or
+    ``pipeline.max_replans``: the router was removed before the escalations and replanning with them, so it was
+    written while they existed and ran them.
+    """
+    pipeline = dict(resolved.get("pipeline") or {})
+    if pipeline.get("backtracking", "both") in ("none", "local"):
+        return []
+    if "signals_off" not in pipeline:
+        return list(REMOVED_SIGNALS)
+    silenced = set(pipeline["signals_off"] or ())
+    if not silenced & set(REMOVED_SIGNALS) and not {"router", "max_replans"} & pipeline.keys():
+        return []
+    return [name for name in REMOVED_SIGNALS if name not in silenced]
 
 
 def rebuilt_id(config: Config) -> str:

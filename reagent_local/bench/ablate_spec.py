@@ -155,16 +155,12 @@ def _signal(spec: Spec, base_method: str, config: Config) -> Ablation:
 
 
 def _unsilenced(spec: Spec, base_method: str, config: Config) -> Ablation:
-    """A signal the baseline silenced, switched back on. A silenced check-failed leaves its trace in the log: a step
-    accepted with what its checks found among the decision's reasons (a doubt that stood shows the same, so those
-    questions rerun too). The silenced escalations leave none that says which question they would have acted on."""
-    overrides = signal_overrides(config, spec)
-    if spec.name == "check-failed":
-        return Ablation(spec, base_method, overrides, marks=marks(accepted_findings=True),
-                        why="the event log shows a step accepted with its checks' findings (the silenced check, or a "
-                            "doubt that stood)")
-    return Ablation(spec, base_method, overrides,
-                    why=f"{spec.name} was silenced in the baseline, and its log does not show where it would act: all rerun")
+    """A signal the baseline silenced (check-failed, the one signal ``signals_off`` still switches), switched back
+    on. A silenced check-failed leaves its trace in the log: a step accepted with what its checks found among the
+    decision's reasons (a doubt that stood shows the same, so those questions rerun too)."""
+    return Ablation(spec, base_method, signal_overrides(config, spec), marks=marks(accepted_findings=True),
+                    why="the event log shows a step accepted with its checks' findings (the silenced check, or a "
+                        "doubt that stood)")
 
 
 def signal_overrides(config: Config, spec: Spec) -> dict[str, str]:

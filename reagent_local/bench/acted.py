@@ -21,7 +21,6 @@ from ..rules import RULES
 Record = dict[str, Any]
 EVENTS_FILE = "events.duckdb"
 LOCAL_SIGNALS = ("low-confidence", "off-subject", "check-failed")  # the verifier's retry reasons
-GLOBAL_SIGNALS = ("value-conflict", "broken-bridge", "unfounded-step")
 TWO_ROADS = "two-roads"
 
 
@@ -99,10 +98,11 @@ def backtracking_marks(kind: str) -> Marks:
         # every retry or give-up, and every accept that takes an answer back, counts a local backtrack; the doubt
         # rules are consulted only with local backtracking on
         return marks(signals=LOCAL_SIGNALS, backtracks=["local"], rules=stage_rules("doubt"))
-    # global: the assembler's escalations raise their signals, rollbacks count; the second road
-    # runs only with global backtracking; the channel's escalations are rolled back only with it
-    return marks(signals=GLOBAL_SIGNALS, backtracks=["global"]) | SETTINGS["pipeline.two_roads"].marks \
-        | marks(escalated=True)
+    # global: rollbacks count (no signal of its own: a record of a run before the second plan and the assembler's
+    # escalations were removed may name plan-failed, value-conflict, broken-bridge or unfounded-step, and a baseline
+    # that ran them is not rebuilt: ablate_baseline.rebuild_config); the second road runs only with global
+    # backtracking; the channel's escalations are rolled back only with it
+    return marks(backtracks=["global"], escalated=True) | SETTINGS["pipeline.two_roads"].marks
 
 
 def switched_off(base: str, ablated: str) -> tuple[list[str], list[str]]:

@@ -12,7 +12,7 @@ agents/messages.py) and the statements it concerns.
   that met. So steps solved in the same round meet here, and so do the two roads.
 - ``reject``: the statements leave the recipients holding them; a reject addressed to
   the supervisor is an escalation instead (the statements cannot all stand: the
-  supervisor decides which go), which is how the assembler reports contradictions.
+  supervisor decides which go; the loop sends none since the assembler's escalations were removed).
 - ``inform`` and ``challenge`` change no state; their recipients act on them.
 
 Every message, round and escalation is an event in the log; the logical clock that
@@ -24,7 +24,7 @@ handing another (evidence, a plan, what an answer stood on), and nothing else. W
 changes the knowledge state is posted and delivered in a round, where it can meet what
 else was said; an ``inform`` its recipient reads at once is handed over (:meth:`Channel.hand`:
 logged, no round). A role asking another for a decision (the supervisor's rollback plan,
-the assembler's contradictions, the controller's skip or override, the decomposer's plan)
+the controller's skip or override, the decomposer's plan)
 is a plain call, and what the decision changes travels as messages or events.
 """
 

@@ -1,4 +1,4 @@
-"""What the loop's helpers (global backtracking, the second road) return: the next thing the driver does.
+"""What the loop's helper (the second road, roads.py) returns: the next thing the driver does.
 
 A helper reads the run and decides; the driver carries the decision out (rounds on the
 channel, rollbacks: every change of the run's state) and, where the decision
@@ -8,9 +8,9 @@ says ``then``, asks the helper what comes next with what happened. No helper cal
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Union
 
-from ..agents.assembler import Assembly, Escalation
+from ..agents.assembler import Assembly
 from ..agents.messages import Road
 from ..agents.supervisor import RoadsVerdict
 from ..core.evidence import Evidence, EvidencePassage
@@ -22,19 +22,6 @@ class Done:
 
     answer: Assembly
     cited: tuple[EvidencePassage, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Uncertain:
-    """The steps' contradictions cannot be settled (no rollback left, or their signals silenced): all stand, in doubt."""
-
-
-@dataclass(frozen=True)
-class Escalate:
-    """Send the assembler's contradiction to the supervisor: a round (its rollback), the reopened steps solved."""
-
-    contradiction: Escalation
-    then: Callable[[], Optional["Decision"]]
 
 
 @dataclass(frozen=True)
@@ -55,4 +42,4 @@ class Redo:
     then: Callable[[Assembly], "Decision"]
 
 
-Decision = Union[Done, Uncertain, Escalate, Meet, Redo]
+Decision = Union[Done, Meet, Redo]

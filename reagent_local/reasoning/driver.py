@@ -1,8 +1,8 @@
 """One question's run of the ReAgent loop: the roles decide, the driver carries their decisions out.
 
 Adding a kind of decision: a frozen dataclass in decisions.py (what to do, and a ``then`` asking the
-helper what comes next, with what happened), returned by the helper that decides it (backtrack.py,
-roads.py: they read the run and never call the driver); one branch in ``QuestionRun._follow`` that
+helper what comes next, with what happened), returned by the helper that decides it (roads.py: it
+reads the run and never calls the driver); one branch in ``QuestionRun._follow`` that
 carries it out; a state change it needs is a method of ``RunState`` (state.py), called from here only.
 
 The plan's steps are solved in waves: every step whose input steps are answered starts
@@ -12,8 +12,8 @@ are escalated to the supervisor. After every round each role reads its inbox: th
 retriever searches for the steps rejected or challenged, the verifier answers from the
 evidence that came and decides (accept, or retry: a local backtrack, the verifier's state
 rolled back to the checkpoint before the attempt), the controller rewards, the supervisor
-settles what was escalated. Global backtracking (backtrack.py) and the second road
-(roads.py) return decisions that the driver follows; ``outcome.finish`` closes the run.
+settles what was escalated (global backtracking: the rollback it plans). The second road
+(roads.py) returns decisions that the driver follows; ``outcome.finish`` closes the run.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..agents.assembler import AGENT as ASSEMBLER, Assembly
 from ..agents.controller import AGENT as CONTROLLER, BudgetExhausted
 from ..agents.decomposer import AGENT as DECOMPOSER
 from ..core.evidence import Evidence, EvidencePassage, is_unknown
-from ..agents.messages import AnswerMade, Contradiction, EvidenceFound, PlanMade, Recheck, RoadAnswer, StepAnswer
+from ..agents.messages import AnswerMade, EvidenceFound, PlanMade, Recheck, RoadAnswer, StepAnswer
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
 from ..agents.verifier import AGENT as VERIFIER, Accept, Attempt, Candidate, GiveUp, Retry, graph_facts
@@ -35,9 +35,8 @@ from ..core.knowledge import Statement
 from ..core.workspace import Workspace
 from ..errors import LLMOutputError
 from .answer import Answer
-from .backtrack import GlobalBacktracking
 from .calls import CallLedger
-from .decisions import Decision, Done, Escalate, Meet, Redo, Uncertain
+from .decisions import Decision, Done, Meet, Redo
 from .outcome import finish
 from ..core.plan import Plan
 from .roads import FALLBACK, SecondRoad
@@ -53,7 +52,6 @@ class QuestionRun:
                  settings: PipelineConfig) -> None:
         self.run = RunState(question, team, workspace, channel, settings)
         self.calls = calls
-        self.backtracking = GlobalBacktracking(self.run)
         self.roads = SecondRoad(self.run)
 
     def execute(self) -> Answer:
@@ -63,9 +61,6 @@ class QuestionRun:
         try:
             self.start(team.decomposer.plan(run.question))
             self.solve_pending()
-            if settings.global_backtracking:
-                # Steps that contradict each other are escalated (a rollback to the weakest) before the answer.
-                self._follow(self.backtracking.across_steps())
             final = self.assemble()
             run.first_answer = final.answer
             if settings.global_backtracking and settings.two_roads:
@@ -87,16 +82,7 @@ class QuestionRun:
         """Carry out a helper's decision, and each one it leads to, up to an answer (or nothing more to do)."""
         run = self.run
         while decision is not None and not isinstance(decision, Done):
-            if isinstance(decision, Uncertain):
-                run.doubt_all()
-                decision = None
-            elif isinstance(decision, Escalate):  # a reject to the supervisor: the next round escalates it
-                found = decision.contradiction
-                run.post(ASSEMBLER, (SUPERVISOR,), Contradiction(kind=found.kind, reason=found.reason), found.statements)
-                self.deliver()
-                self.solve_pending()
-                decision = decision.then()
-            elif isinstance(decision, Meet):  # both roads assert in one round; the supervisor settles a conflict
+            if isinstance(decision, Meet):  # both roads assert in one round; the supervisor settles a conflict
                 run.verdict = None
                 run.post(ASSEMBLER, (SUPERVISOR,), RoadAnswer(question=run.question, road=decision.chain,
                                                               steps=tuple(run.held())), [decision.chain.statement])

@@ -83,7 +83,7 @@ class RunState:
         self.backtracks["global"] += 1
         self.team.controller.penalise(plan.discard.agent)
         culprit = self.steps[plan.discard.subquestion]
-        culprit.discard_answer(keep_passages=plan.keep_passages)
+        culprit.discard_answer()
         for statement in plan.reassert:  # unaffected statements stand as they were
             stamped = self.hold(statement.agent, statement)
             if statement.agent == VERIFIER:

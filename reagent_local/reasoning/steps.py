@@ -62,21 +62,12 @@ class Step:
         """This step's answer and the passages it was read from (what a later step using it builds on)."""
         return self.answer, self.cited
 
-    def discard_answer(self, *, keep_passages: bool = False) -> None:
-        """The supervisor gave this step's answer up: never accept it again, nor (unless ``keep_passages``:
-        the passage may be right and the name read from it wrong) its passages."""
+    def discard_answer(self) -> None:
+        """The supervisor gave this step's answer up: never accept it again, nor its passages."""
         if self.answer:
             self.rejected.add(self.answer)
-        if keep_passages:  # read first again, as if new
-            self.seen -= {p.id for p in self.cited}
-        else:
-            self.excluded |= {p.id for p in self.cited}
+        self.excluded |= {p.id for p in self.cited}
 
     def result(self) -> StepResult:
         """What the assembler reads of this step."""
-        # a step that gave up has no evidence of its own: what its attempts read is what it searched
-        read = [self.evidence] if self.evidence else [a.evidence for a in self.attempts]
-        texts = tuple(dict.fromkeys(f"{p.title}: {p.text}" for evidence in read for p in evidence.passages))
-        cited = tuple(f"{p.title}: {p.text}" for p in self.cited)
-        return StepResult(self.sub.index, self.question, self.answer, self.statement, texts, self.sub.depends_on,
-                          cited)
+        return StepResult(self.sub.index, self.question, self.answer, self.statement, self.sub.depends_on)

@@ -61,5 +61,5 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     supervisor = Supervisor(checker, controller, calls, margin=pipeline.roads_margin, trust=pipeline.chain_trust,
                             options_trust=pipeline.options_trust, rules=rules, trust_model=trust_model_for(pipeline))
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
-                verifier=verifier, assembler=AnswerAssembler(calls, checker, rules), supervisor=supervisor,
+                verifier=verifier, assembler=AnswerAssembler(calls, rules), supervisor=supervisor,
                 controller=controller, rules=rules)
