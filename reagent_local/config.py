@@ -148,7 +148,6 @@ class PipelineConfig:
     max_question_chars: int = 2000
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
-    read_trusted_chains: bool = False  # the second road for chains a rule decided from sure steps too (one call more)
     # a checked step answer the model is less sure of is retried once (local backtracking); on the tune
     # questions a step under 0.7 marked a wrong final answer (docs/benchmarks.md, "The model's confidence")
     min_confidence: float = 0.7
@@ -200,6 +199,9 @@ REMOVED: dict[tuple[str, str], tuple[Any, str]] = {
     # for a caught chain): only 0 is the loop as it runs now
     ("pipeline", "max_replans"): (0, "replanning (a new plan for a caught chain) was removed (docs/repairs.md, "
                                      "\"The second plan\"); the loop runs as max_replans = 0 did"),
+    ("pipeline", "read_trusted_chains"): (False, "reading the whole question for chains a rule trusted was removed on "
+                                                 "2026-12-07 (tried on the tune questions and left off: "
+                                                 "docs/changelog.md); a trusted chain's answer stands unread"),
 }
 
 

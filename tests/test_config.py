@@ -70,6 +70,14 @@ def test_max_replans_says_replanning_was_removed(tmp_path, toml, env):
     assert "replanning" in gone.value.hint and "removed" in gone.value.hint
 
 
+@pytest.mark.parametrize("toml, env", [("[pipeline]\nread_trusted_chains = true\n", {}),
+                                       ("", {"REAGENT_PIPELINE_READ_TRUSTED_CHAINS": "false"})])
+def test_read_trusted_chains_says_it_was_removed(tmp_path, toml, env):
+    with pytest.raises(ConfigError, match=r"pipeline\.read_trusted_chains in .* is no longer a setting") as gone:
+        load_config(env=env, toml_path=write_toml(tmp_path, toml))
+    assert "trusted" in gone.value.hint and "removed" in gone.value.hint
+
+
 def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_still_rebuilds():
     from dataclasses import asdict
 
@@ -90,6 +98,12 @@ def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_sti
     with pytest.raises(BenchRunError, match="pipeline.max_replans = 1, which this code cannot run") as refused:
         rebuild_config(old)
     assert "replanning" in refused.value.hint and "baseline run at this commit" in refused.value.hint
+    old["pipeline"].update(max_replans=0, read_trusted_chains=False)  # every config.json before 2026-12-07 says so
+    assert rebuild_config(old).pipeline == Config().pipeline
+    old["pipeline"]["read_trusted_chains"] = True  # the whole question read for trusted chains too
+    with pytest.raises(BenchRunError, match="pipeline.read_trusted_chains = True, which this code cannot run") as refused:
+        rebuild_config(old)
+    assert "trusted" in refused.value.hint
 
 
 def test_config_is_frozen(tmp_path):

@@ -541,16 +541,6 @@ def test_two_roads_that_disagree_meet_on_the_channel_and_the_supervisor_settles_
     assert shown == sorted(shown)
 
 
-def test_read_trusted_chains_meets_a_trusted_chain_with_the_whole_question(index, log):
-    llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
-    answer = pipeline(llm, roads_index(index), log, two_roads=True, read_trusted_chains=True).ask(MOTHER_Q)
-    assert len(llm.requests_for("SubAnswer")) == 3  # the whole question was read despite the trusted chain
-    assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0}
-    assert answer.roads is not None and answer.roads["winner"] == "chain" and "trusted" in answer.roads["reason"]
-    signal = next(e for e in log.events(answer.run_id) if e.type == "signal" and e.payload["fired"])
-    assert signal.payload["values"]["chain_trusted"] is True and signal.payload["values"]["whole_problem"] is None
-
-
 def test_close_roads_both_in_doubt_are_settled_by_the_supervisors_choice(index, log):
     llm = two_roads_llm("Ilse Lind", 0.45, "Mara Lind", 0.4)
     llm.add_rule({"answer": "Ilse Lind"}, schema="OptionAnswer")
