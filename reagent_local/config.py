@@ -117,20 +117,16 @@ DEFAULT_RULES: tuple[str, ...] = ("either-or-steps", "single-step-verbatim", "sp
                                   "option-grammar", "either-or-trust")
 
 
-# Backtracking signals with no other switch, which ``pipeline.signals_off`` can silence: a silenced signal
-# sends nothing back, and what it found leaves the answer standing, marked uncertain.
-SWITCHABLE_SIGNALS = ("check-failed",)
-# Silenced by default: the verifier's retry of an answer that failed a check since the train ablation (on 95 train
-# questions its retries fixed 1 answer and broke 3, for a median call more; on the dev questions it changed none:
-# docs/benchmarks.md, "Retries and signals on train"). ``signals_off = []`` brings it back.
-DEFAULT_SIGNALS_OFF: tuple[str, ...] = ("check-failed",)
-# Signals removed with the code that raised them. Naming one in ``signals_off`` asks for it silenced, which is
-# what the code now always does: the name is accepted and dropped (a config, REAGENT_PIPELINE_SIGNALS_OFF or an
-# old run's config.json that copied the old default keeps working, and resolves as if it had not named it).
+# Signals removed with the code that raised them. Naming one in ``pipeline.signals_off`` asks for it silenced,
+# which is what the code now always does: the name is accepted and dropped (a config, REAGENT_PIPELINE_SIGNALS_OFF
+# or an old run's config.json that copied an old default keeps working, and resolves as if it had not named it).
+# No signal is left that ``signals_off`` switches: each that remains has a setting of its own (SIGNAL_SWITCHES).
+_ESCALATIONS_GONE = "the assembler's escalations across steps were removed (decided on dev: docs/repairs.md)"
 REMOVED_SIGNALS: dict[str, str] = {
-    name: "the assembler's escalations across steps were removed (decided on dev: docs/repairs.md)"
-    for name in ("value-conflict", "broken-bridge", "unfounded-step")}
-# The other signals and the setting that switches each off.
+    **{name: _ESCALATIONS_GONE for name in ("value-conflict", "broken-bridge", "unfounded-step")},
+    "check-failed": "the verifier's retry of an answer that failed a check was removed on 2026-12-07 (silenced by "
+                    "default since the train ablation; on dev it changed no answer: docs/changelog.md)"}
+# The signals that remain and the setting that switches each off.
 SIGNAL_SWITCHES = {"low-confidence": "min_confidence = 0", "off-subject": "the doubt rule off-subject (rules)",
                    "two-roads": "two_roads = false"}
 
@@ -148,7 +144,6 @@ class PipelineConfig:
     max_question_chars: int = 2000
     answer_fallback: bool = True  # no answer through the plan: answer the whole question from its passages
     two_roads: bool = True  # with global backtracking: answer the whole question too; a disagreement is a conflict
-    read_trusted_chains: bool = False  # the second road for chains a rule decided from sure steps too (one call more)
     # a checked step answer the model is less sure of is retried once (local backtracking); on the tune
     # questions a step under 0.7 marked a wrong final answer (docs/benchmarks.md, "The model's confidence")
     min_confidence: float = 0.7
@@ -158,7 +153,7 @@ class PipelineConfig:
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
     # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
     rules: tuple[str, ...] = DEFAULT_RULES
-    signals_off: tuple[str, ...] = DEFAULT_SIGNALS_OFF  # of SWITCHABLE_SIGNALS: found, but sending nothing back
+    signals_off: tuple[str, ...] = ()  # only names of REMOVED_SIGNALS, accepted and dropped: nothing left to silence
     trust_file: Path | None = None  # a trust model fitted by `reagent bench fit-trust --out`; None: the package's
 
     @property
@@ -200,6 +195,9 @@ REMOVED: dict[tuple[str, str], tuple[Any, str]] = {
     # for a caught chain): only 0 is the loop as it runs now
     ("pipeline", "max_replans"): (0, "replanning (a new plan for a caught chain) was removed (docs/repairs.md, "
                                      "\"The second plan\"); the loop runs as max_replans = 0 did"),
+    ("pipeline", "read_trusted_chains"): (False, "reading the whole question for chains a rule trusted was removed on "
+                                                 "2026-12-07 (tried on the tune questions and left off: "
+                                                 "docs/changelog.md); a trusted chain's answer stands unread"),
 }
 
 
@@ -257,27 +255,25 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
     return out
 
 
-def signal_problem(name: str) -> tuple[str, str] | None:
-    """Why ``name`` cannot be silenced or switched on through ``pipeline.signals_off`` (the problem and a hint), or
-    None."""
+def signal_problem(name: str) -> tuple[str, str]:
+    """Why ``name`` cannot be silenced or switched on through ``pipeline.signals_off`` (the problem and a hint):
+    no signal is left that it switches."""
     if name in REMOVED_SIGNALS:
         return f"{name} was removed", f"{REMOVED_SIGNALS[name]}; it never fires, so there is nothing to switch"
     if name in SIGNAL_SWITCHES:
         return f"{name} has its own switch", f"use {SIGNAL_SWITCHES[name]} instead"
-    if name not in SWITCHABLE_SIGNALS:
-        return f"no signal named {name!r}", f"choose among {', '.join(SWITCHABLE_SIGNALS)}"
-    return None
+    return f"no signal named {name!r}", (f"the signals are {', '.join(SIGNAL_SWITCHES)}, each with a setting of its "
+                                         f"own; signals_off only accepts the removed {', '.join(REMOVED_SIGNALS)}")
 
 
 def _check_signals(names: tuple[str, ...]) -> tuple[str, ...]:
-    """``pipeline.signals_off`` without the removed signals (silenced for good); a ConfigError for a name that is
-    not a switchable signal."""
-    kept = tuple(name for name in names if name not in REMOVED_SIGNALS)
-    for name in kept:
-        problem = signal_problem(name)
-        if problem is not None:
+    """``pipeline.signals_off`` without the removed signals (silenced for good, so always empty); a ConfigError for
+    any other name."""
+    for name in names:
+        if name not in REMOVED_SIGNALS:
+            problem = signal_problem(name)
             raise ConfigError(f"pipeline.signals_off: {problem[0]}", hint=problem[1])
-    return kept
+    return ()
 
 
 def _apply(config: Config, updates: Mapping[str, Mapping[str, Any]], origin: str) -> Config:

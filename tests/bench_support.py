@@ -121,7 +121,7 @@ def river_answers(messages, schema):
 # answer breaks it, on q3 nothing fires.
 EXACT_QUESTIONS = [
     ("q1", "When was the founder of the Ardent Company born?", "1870",
-     [["Ardent Company", ["The Ardent Company was founded in 1901 by Mira Voss."]],
+     [["Ardent Company", ["The Ardent Company was founded in 1901 by Mira Voss; Paul Reed sailed its first ship."]],
       ["Mira Voss", ["Mira Voss (born 1870), founder of the Ardent Company, was a merchant."]],
       ["Paul Reed", ["Paul Reed (born 1855) was a sailor on the Ardent."]]]),
     ("q2", "Where was Ilse Brandt born?", "Kessel",
@@ -152,13 +152,14 @@ def exact_model() -> ScriptedLLM:
         llm.add_rule({"subquestions": [question]}, schema="Decomposition", contains=question)
     llm.add_rule({"query": "Ardent Company founder"}, schema="Reformulation", contains="Ardent")
     llm.add_rule({"query": "Brandt family Oberau"}, schema="Reformulation", contains="Brandt")
-    # q1, step 1: first a name in no passage (a failed check), then on the retry the founder
-    llm.add_rule(answer_citing("Mira Voss", "Ardent Company"), schema="SubAnswer", contains="It is not Paul Reed",
-                 confidence=0.95)
-    llm.add_rule({"answer": "Paul Reed", "passages": [1], "subject": "Ardent Company", "relation": "other"},
-                 schema="SubAnswer", contains="Who founded the Ardent Company?", confidence=0.95)
+    # q1, step 1: first the sailor, unsure (a low-confidence retry), then, once the retry shows the founder's own
+    # passage, the founder (step 2's question about her comes first: it shows that passage too)
     llm.add_rule(answer_citing("1870", "Mira Voss"), schema="SubAnswer", contains="When was Mira Voss born?",
                  confidence=0.95)
+    llm.add_rule(answer_citing("Mira Voss", "Ardent Company"), schema="SubAnswer",
+                 contains="founder of the Ardent Company, was a merchant", confidence=0.95)
+    llm.add_rule(answer_citing("Paul Reed", "Ardent Company"), schema="SubAnswer",
+                 contains="Who founded the Ardent Company?", confidence=0.4)
 
     def slowly_1855(messages: list[Message], schema: type[BaseModel]) -> dict:
         time.sleep(SLOW)
@@ -176,11 +177,11 @@ def exact_model() -> ScriptedLLM:
 def run_exact(data: Path, out: Path, methods: list[str]) -> list[dict]:
     """Run ``methods`` over the scenario's file into ``out``; its records.
 
-    The shipped defaults but for one passage a search and a live ``check-failed``: q1's fix is its retry."""
+    The shipped defaults but for one passage a search: q1's fix is its low-confidence retry."""
     index = InMemoryIndex()
     for n, passage in enumerate(open_corpus(load_questions(data, "hotpotqa"))):
         index.add(passage.title, passage.text, n)
-    config = load_config({"retrieval.top_k": 1, "pipeline.signals_off": ()}, env={})
+    config = load_config({"retrieval.top_k": 1}, env={})
     run_benchmark("hotpotqa", data, config=config, methods=methods, out=out, llm=exact_model(), retriever=index)
     return read_records(out / RECORDS_FILE)
 
@@ -274,10 +275,9 @@ def ablation_index(data: Path) -> InMemoryIndex:
 
 
 def ablation_config(**overrides) -> "object":
-    """The scenario's configuration (one passage a search, every question-shape rule on and every signal live: the
-    ablation machinery is tested over all of them, whatever the shipped defaults keep)."""
-    return load_config({"retrieval.top_k": 1, "pipeline.rules": ("all",), "pipeline.signals_off": (), **overrides},
-                       env={})
+    """The scenario's configuration (one passage a search, every question-shape rule on: the ablation machinery is
+    tested over all of them, whatever the shipped defaults keep)."""
+    return load_config({"retrieval.top_k": 1, "pipeline.rules": ("all",), **overrides}, env={})
 
 
 def run_ablation_baseline(data: Path, out: Path, methods: list[str] | None = None, llm: ScriptedLLM | None = None,

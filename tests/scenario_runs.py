@@ -1,8 +1,9 @@
 """Scripted runs for the trace tests: the real Pipeline with ScriptedLLM over an in-memory index.
 
 ``rollback_run(log)`` answers the 1984-Olympics question and produces, in one run:
-- a local rollback: the first answer to step 1 ("Nevada") is in none of its passages,
-  so the verifier rolls its state back and the retriever reformulates;
+- a local rollback: the model is unsure of its first answer to step 1 ("Los Angeles", a
+  city read from its passage, confidence 0.4), so the verifier rolls its state back and
+  the retriever reformulates;
 - a global rollback: step 4 claims Los Angeles is the capital of California while
   step 2 said Sacramento; the supervisor finds that conflict set and rolls everyone
   back to the checkpoint before step 4;
@@ -22,7 +23,7 @@ QUESTION = "What is the population of the capital of the state where the 1984 Su
 # Closes the JSON <script> block if embedded raw; runs if ever inserted with innerHTML.
 PLANTED = ("</script><script>window.__pwned = 1; document.title = 'pwned';</script>"
            "<img src=x onerror=\"window.__pwned = 2\"> & <b>bold</b>")
-WRONG_STATE = "Nevada"
+WRONG_STATE = "Los Angeles"  # the city, where step 1 asks for the state
 WRONG_CAPITAL = "Los Angeles"
 
 
@@ -39,7 +40,8 @@ def olympics_index() -> InMemoryIndex:
 
 
 def olympics_llm(step4_answers: tuple[str, ...] = (WRONG_CAPITAL,), wrong_state: bool = True) -> ScriptedLLM:
-    """Scripted answers: step 1 first says Nevada (if ``wrong_state``); step 4 says ``step4_answers``, then Sacramento."""
+    """Scripted answers: step 1 first says Los Angeles, unsure (if ``wrong_state``); step 4 says ``step4_answers``, then
+    Sacramento."""
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": [
         "In which state were the 1984 Summer Olympics held?",
@@ -49,7 +51,7 @@ def olympics_llm(step4_answers: tuple[str, ...] = (WRONG_CAPITAL,), wrong_state:
     ]}, schema="Decomposition")
     if wrong_state:
         llm.add_rule({"answer": WRONG_STATE, "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
-                     schema="SubAnswer", contains="In which state", times=1)
+                     schema="SubAnswer", contains="In which state", times=1, confidence=0.4)
     llm.add_rule({"query": "1984 Summer Olympics host state"}, schema="Reformulation",
                  contains="In which state")
     llm.add_rule({"answer": "California", "passages": [1], "subject": "1984 Summer Olympics", "relation": "other"},
@@ -72,14 +74,12 @@ def scenario_config(backtracking: str = "both", **pipeline) -> Config:
     """Three passages per search; both kinds of backtracking unless told; other pipeline settings as given.
 
     The second road is off unless asked for (``two_roads=True``): these scenarios script the chain's calls only.
-    Every question-shape rule is on, every backtracking signal live and passages are focused (500 characters),
-    unless told otherwise: the scenarios test what the rules, the signals and the focusing do, whatever the
-    shipped defaults keep.
+    Every question-shape rule is on and passages are focused (500 characters), unless told otherwise: the
+    scenarios test what the rules and the focusing do, whatever the shipped defaults keep.
     """
     base = Config()
     pipeline.setdefault("two_roads", False)
     pipeline.setdefault("rules", ("all",))
-    pipeline.setdefault("signals_off", ())
     return replace(base, pipeline=replace(PipelineConfig(), backtracking=backtracking, **pipeline),
                    retrieval=replace(base.retrieval, top_k=3, focus_chars=500))
 
@@ -133,7 +133,7 @@ def challenge_run(log: EventLog) -> str:
 
 
 def nonsense_run(log: EventLog) -> str:
-    """The model answers with text that is not JSON: llm_error and invalid_output notes, an override."""
+    """The model answers with text that is not JSON: llm_error and invalid_output notes, a step with no answer."""
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
     llm.add_rule("@@@ not json \x1b[31m", schema="SubAnswer")
@@ -143,7 +143,8 @@ def nonsense_run(log: EventLog) -> str:
 
 
 def channel_run(log: EventLog) -> str:
-    """No pipeline: concurrent conflicting asserts (an escalation), a judge result and notes of other kinds."""
+    """No pipeline: concurrent conflicting asserts (an escalation), a judge result and notes of other kinds (an
+    override that kept nothing, as older runs' logs hold)."""
     from conftest import append_raw
     from reagent_local.core import events as ev
     from reagent_local.core.channel import Channel, Message
@@ -159,6 +160,7 @@ def channel_run(log: EventLog) -> str:
     channel.post(Message("assert", "retriever", ("assembler",), (b,)))
     channel.deliver_round()
     ws.record_judgement("verifier", a, b, Verdict(True, "LLM judge: contradict"), cached=False)
+    ws.record("controller", ev.Override(step=0, decision="no usable answer"))
     ws.record("controller", ev.BudgetExhausted(what="LLM calls", answer="Sacramento"))
     append_raw(ws, "kg", "custom_kind", {"detail": "<b>not markup</b>"})  # a kind this version does not know
     ws.finish("Sacramento", "budget", {"uncertain": True, "uncertain_reason": "budget exhausted: LLM calls"},

@@ -141,7 +141,7 @@ def test_by_signal_pairs_each_signal_with_reagent_none() -> None:
         rec("reagent-none", "a", "x", 0, 0.0), rec("reagent-none", "b", "B", 1, 1.0), rec("reagent-none", "c", "c", 0, 0.5),
         rec("reagent-both", "a", "A", 1, 1.0, signals=["two-roads", "low-confidence", "two-roads"]),
         rec("reagent-both", "b", "k", 0, 0.0, signals=["two-roads"]),
-        rec("reagent-both", "c", "c", 0, 0.5, signals=["check-failed"]),
+        rec("reagent-both", "c", "c", 0, 0.5, signals=["check-failed"]),  # an old record's: the signal was removed
         rec("reagent-both", "d", "d", 1, 1.0, signals=["two-roads"]),  # no reagent-none record: not counted
     ]
     rows = by_signal(records, "reagent-both")

@@ -60,15 +60,16 @@ def test_profile_of_a_scripted_run_with_its_event_log(tmp_path: Path, capsys: py
     assert sum(r["calls"] for r in p["roles"].values()) == sum(r["llm_calls"] for r in both) == 11
     assert p["roles"]["decomposer"]["calls"] == 3  # one plan per question
     assert set(p["roles"]) >= {"decomposer", "verifier"}
-    assert p["signals"]["check-failed"]["extra_calls"] == 5 - 3  # q1: 5 calls, 3 needed without backtracking
-    assert p["signals"]["low-confidence"]["extra_calls"] == 4 - 2
+    # q1: 5 calls, 3 needed without backtracking; q2: 4 calls, 2 needed
+    assert p["signals"]["low-confidence"]["extra_calls"] == (5 - 3) + (4 - 2)
+    assert p["signals"]["low-confidence"]["questions"] == 2 and p["signals"]["low-confidence"]["calls"] == 5 + 4
     assert p["events"]["rollback_local"] == {"questions": 2, "times": 2}
-    assert p["events"]["signal low-confidence"]["questions"] == 1
+    assert p["events"]["signal low-confidence"]["questions"] == 2
     assert p["answered_again"]["questions"] == 2 and p["answered_again"]["calls"] == 1
     main(["bench", "profile", str(tmp_path / "run")])
     out = capsys.readouterr().out
     assert "## reagent-both: 3 questions" in out and "## rag: 3 questions" in out
-    assert "| check-failed | 1 | 5 |" in out and "| rollback_local | 2 | 2 |" in out
+    assert "| low-confidence | 2 | 9 |" in out and "| rollback_local | 2 | 2 |" in out
     main(["bench", "profile", str(tmp_path / "run"), "--method", "reagent-both", "--json"])
     assert json.loads(capsys.readouterr().out)["methods"]["reagent-both"]["questions"] == 3
     with pytest.raises(BenchRunError, match="no records of ircot"):

@@ -70,6 +70,14 @@ def test_max_replans_says_replanning_was_removed(tmp_path, toml, env):
     assert "replanning" in gone.value.hint and "removed" in gone.value.hint
 
 
+@pytest.mark.parametrize("toml, env", [("[pipeline]\nread_trusted_chains = true\n", {}),
+                                       ("", {"REAGENT_PIPELINE_READ_TRUSTED_CHAINS": "false"})])
+def test_read_trusted_chains_says_it_was_removed(tmp_path, toml, env):
+    with pytest.raises(ConfigError, match=r"pipeline\.read_trusted_chains in .* is no longer a setting") as gone:
+        load_config(env=env, toml_path=write_toml(tmp_path, toml))
+    assert "trusted" in gone.value.hint and "removed" in gone.value.hint
+
+
 def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_still_rebuilds():
     from dataclasses import asdict
 
@@ -90,6 +98,12 @@ def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_sti
     with pytest.raises(BenchRunError, match="pipeline.max_replans = 1, which this code cannot run") as refused:
         rebuild_config(old)
     assert "replanning" in refused.value.hint and "baseline run at this commit" in refused.value.hint
+    old["pipeline"].update(max_replans=0, read_trusted_chains=False)  # every config.json before 2026-12-07 says so
+    assert rebuild_config(old).pipeline == Config().pipeline
+    old["pipeline"]["read_trusted_chains"] = True  # the whole question read for trusted chains too
+    with pytest.raises(BenchRunError, match="pipeline.read_trusted_chains = True, which this code cannot run") as refused:
+        rebuild_config(old)
+    assert "trusted" in refused.value.hint
 
 
 def test_config_is_frozen(tmp_path):
@@ -98,25 +112,29 @@ def test_config_is_frozen(tmp_path):
         config.llm.model = "x"  # type: ignore[misc]
 
 
-def test_signals_can_be_silenced(tmp_path):
+def test_no_signal_is_left_to_silence(tmp_path):
     config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": ""}, toml_path=write_toml(tmp_path, ""))
-    assert config.pipeline.signals_off == ()
-    config = load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed"}, toml_path=write_toml(tmp_path, ""))
-    assert config.pipeline.signals_off == ("check-failed",)
+    assert config.pipeline.signals_off == () == load_config(env={}, toml_path=write_toml(tmp_path, "")).pipeline.signals_off
+    with pytest.raises(ConfigError, match="no signal named 'two_roads'") as unknown:
+        load_config(env={"REAGENT_PIPELINE_SIGNALS_OFF": "two_roads"}, toml_path=write_toml(tmp_path, ""))
+    assert "each with a setting of its own" in unknown.value.hint and "check-failed" in unknown.value.hint
 
 
 @pytest.mark.parametrize("toml, env", [
     ("[pipeline]\nsignals_off = ['check-failed', 'value-conflict', 'broken-bridge', 'unfounded-step']\n", {}),
+    ("[pipeline]\nsignals_off = ['check-failed']\n", {}),  # the old default, copied
+    ("", {"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed"}),
     ("", {"REAGENT_PIPELINE_SIGNALS_OFF": "check-failed,unfounded-step"}),
 ])
 def test_a_removed_signal_named_as_silenced_is_accepted_and_changes_nothing(tmp_path, toml, env):
     from reagent_local.bench.provenance import config_id
     from reagent_local.bench.rundir import config_dict
 
-    # the assembler's escalations are gone: silencing one asks for what the code always does now
+    # the assembler's escalations and the retry of a failed check are gone: silencing one asks for what the code
+    # always does now
     config = load_config(env=env, toml_path=write_toml(tmp_path, toml))
     default = load_config(env={}, toml_path=write_toml(tmp_path, ""))
-    assert config.pipeline.signals_off == default.pipeline.signals_off == ("check-failed",)
+    assert config.pipeline.signals_off == default.pipeline.signals_off == ()
     assert config_id(config_dict(config)) == config_id(config_dict(default))
 
 
@@ -132,10 +150,13 @@ def test_an_old_runs_signals_off_rebuilds_when_it_silenced_the_removed_signals_a
                            signals_off=["check-failed", "value-conflict", "broken-bridge", "unfounded-step"])
     assert rebuild_config(old).pipeline == Config().pipeline
     old["pipeline"]["signals_off"] = ["value-conflict", "broken-bridge", "unfounded-step"]  # check-failed live
-    assert rebuild_config(old).pipeline.signals_off == ()
+    with pytest.raises(BenchRunError, match="ran with check-failed on: the verifier's retry of an answer that failed "
+                                            "a check was removed") as refused:
+        rebuild_config(old)
+    assert "run the baseline at this commit" in refused.value.hint
     for ran, live in ((["check-failed", "value-conflict"], "broken-bridge, unfounded-step"),
                       (["check-failed"], "value-conflict, broken-bridge, unfounded-step"),  # the router says: old
-                      (None, "value-conflict, broken-bridge, unfounded-step")):  # before signals_off existed
+                      (None, "value-conflict, broken-bridge, unfounded-step, check-failed")):  # before signals_off
         if ran is None:
             del old["pipeline"]["signals_off"]
         else:
@@ -149,9 +170,21 @@ def test_an_old_runs_signals_off_rebuilds_when_it_silenced_the_removed_signals_a
         rebuild_config(old)
     old["pipeline"]["backtracking"] = "local"  # the escalations never ran without global backtracking
     assert rebuild_config(old).pipeline.backtracking == "local"
-    today = asdict(Config())  # today's config.json never names them: check-failed switched on is not a refusal
-    today["pipeline"]["signals_off"] = []
-    assert rebuild_config(today).pipeline.signals_off == ()
+    old["pipeline"]["signals_off"] = []  # ... but check-failed ran with local backtracking, live
+    with pytest.raises(BenchRunError, match="ran with check-failed on"):
+        rebuild_config(old)
+    old["pipeline"]["backtracking"] = "global"  # and only with it
+    old["pipeline"]["signals_off"] = ["value-conflict", "broken-bridge", "unfounded-step"]
+    assert rebuild_config(old).pipeline.backtracking == "global"
+    between = asdict(Config())  # written after the escalations went, before check-failed: read_trusted_chains says so
+    between["pipeline"].update(read_trusted_chains=False, signals_off=["check-failed"])
+    assert rebuild_config(between).pipeline == Config().pipeline
+    between["pipeline"]["signals_off"] = []  # check-failed switched back on
+    with pytest.raises(BenchRunError, match="ran with check-failed on"):
+        rebuild_config(between)
+    today = asdict(Config())  # today's config.json never names a removed signal nor holds a removed setting
+    assert today["pipeline"]["signals_off"] == () and "read_trusted_chains" not in today["pipeline"]
+    assert rebuild_config(today).pipeline == Config().pipeline
 
 
 def test_reagent_models_points_every_home_at_one_models_folder(tmp_path):

@@ -76,33 +76,36 @@ def test_two_hop_question_without_conflict(index, log):
 def test_local_backtrack_reformulates_and_retrieves_again(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
-    # first attempt: an answer that appears in no cited passage
-    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", times=1)
+    # first attempt: an answer the model is unsure of (below min_confidence 0.7)
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", times=1, confidence=0.4)
     llm.add_rule({"query": "Blue Harbour 1998 film director"}, schema="Reformulation")
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer")
     answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
-    assert answer.answer == "Mara Lind"
+    assert answer.answer == "Mara Lind" and not answer.uncertain
     assert answer.backtracks["local"] == 1 and answer.backtracks["global"] == 0
     assert index.queries[-1] == "Blue Harbour 1998 film director"  # the reformulated query was searched
     events = log.events(answer.run_id)
     rollback = next(e for e in events if e.type == "rollback_local")
-    assert "does not appear in the cited passages" in rollback.payload["reason"]
+    assert "the model is unsure of 'Mara Lind' (confidence 0.40)" in rollback.payload["reason"]
     assert any(e.type == "message" and e.payload["kind"] == "reject" for e in events)
 
 
-def test_a_silenced_check_failed_signal_keeps_the_failed_answer_uncertain(index, log):
+def test_a_failed_check_sends_nothing_back_and_keeps_the_failed_answer_uncertain(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
     llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer", times=1)
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer")
-    answer = pipeline(llm, index, log, signals_off=("check-failed",)).ask("Who directed the film Blue Harbour?")
-    assert answer.answer == "Tom Hale" and "check-failed" not in answer.signals
+    answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
+    assert answer.answer == "Tom Hale" and answer.signals == ()
     assert answer.backtracks["local"] == 0 and len(llm.requests_for("SubAnswer")) == 1
     assert answer.subquestions[0].uncertain
+    decision = next(e.payload for e in log.events(answer.run_id) if e.type == "decision")
+    assert decision["decision"] == "accept" and "does not appear in the cited passages" in decision["reasons"][0]
+    assert not any(e.type in ("rollback_local", "signal") for e in log.events(answer.run_id))
 
 
 def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
@@ -110,8 +113,8 @@ def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
         index.add(f"Blue Harbour review {n}", f"Review {n} of the film Blue Harbour, directed by Mara Lind.")
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer", times=1)
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", times=1, confidence=0.4)  # unsure: retried
     llm.add_rule({"query": "Who directed the film Blue Harbour?"}, schema="Reformulation")  # the same words again
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer")
@@ -121,16 +124,16 @@ def test_a_local_retry_reads_passages_the_first_attempt_did_not(index, log):
     assert len(shown) == 2 and shown[1][0] == "Blue Harbour#0" and not set(shown[0]) & set(shown[1][1:])
 
 
-def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_told_what_failed(log):
+def test_a_step_whose_answer_the_model_is_unsure_of_reads_the_bridge_article_further(log):
     idx = InMemoryIndex()
     idx.add("Blue Harbour", "Blue Harbour is a 1998 drama film directed by Mara Lind.")
-    idx.add("Mara Lind", "Mara Lind (born 4 June 1961) is a Danish film director. " + "She made short films. " * 20
+    idx.add("Mara Lind", "Mara Lind (born 4 June 1961) is a film director from Denmark. " + "She made short films. " * 20
             + "Lind grew up in Aarhus, where she was born.")
     for n in range(1, 4):  # other directors, so a new search has unread passages to offer
         idx.add(f"Lind {n}", f"Lind {n} is a director born in 19{n}0.")
-    # a date where a place is asked: the answer-type check fails; the retry is told so
-    llm = bridge_retry_llm("Where was #1 born?", "4 June 1961", "Aarhus", "birth_place", "Mara Lind birthplace",
-                           retry_told="It is not 4 June 1961")
+    # the country where the town is asked, unsure: retried; the retry's answer is given only where Aarhus shows
+    llm = bridge_retry_llm("Where was #1 born?", "Denmark", "Aarhus", "birth_place", "Mara Lind birthplace",
+                           retry_told="Aarhus", first_confidence=0.4)
     answer = pipeline(llm, idx, log).ask("Where was the director of the film Blue Harbour born?")
     assert answer.answer == "Aarhus"
     evidence = step_evidence(log, answer.run_id, 1)
@@ -140,8 +143,9 @@ def test_a_step_whose_answer_failed_its_check_reads_the_bridge_article_further_t
 
 
 def bridge_retry_llm(second_step: str, first: str, retry: str, relation: str, query: str,
-                     retry_told: str | None = None) -> ScriptedLLM:
-    """Step 1 finds Mara Lind, director of Blue Harbour; step 2 first answers ``first``, then ``retry``.
+                     retry_told: str | None = None, first_confidence: float | None = None) -> ScriptedLLM:
+    """Step 1 finds Mara Lind, director of Blue Harbour; step 2 first answers ``first`` (with the token probability
+    ``first_confidence``), then ``retry``.
 
     With ``retry_told``, the retry answer is given only to a prompt that contains that text.
     """
@@ -150,7 +154,7 @@ def bridge_retry_llm(second_step: str, first: str, retry: str, relation: str, qu
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer", contains="Who directed the film Blue Harbour?")
     llm.add_rule({"answer": first, "passages": [1], "subject": "Mara Lind", "relation": relation},
-                 schema="SubAnswer", times=1)
+                 schema="SubAnswer", times=1, confidence=first_confidence)
     llm.add_rule({"query": query}, schema="Reformulation")
     llm.add_rule({"answer": retry, "passages": [1], "subject": "Mara Lind", "relation": relation},
                  schema="SubAnswer", contains=retry_told)
@@ -240,20 +244,20 @@ def test_budget_exhausted_returns_best_answer_marked_uncertain(log):
     assert log.get_run(answer.run_id)["status"] == "budget"
 
 
-def test_graph_fact_rejects_a_wrong_claim_without_a_judge_call(index, log):
+def test_graph_fact_catches_a_wrong_claim_without_a_judge_call(index, log):
     kg = InMemoryKG()
     kg.add("California", "capital", "Sacramento")
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["What is the capital of California?"]}, schema="Decomposition")
     llm.add_rule(answer_citing("Los Angeles", "California", "capital"), schema="SubAnswer", times=1)
-    llm.add_rule({"query": "capital of California"}, schema="Reformulation")
     llm.add_rule(answer_citing("Sacramento", "California", "capital"), schema="SubAnswer")
     answer = pipeline(llm, index, log, kg=kg).ask("What is the capital of California?")
-    assert answer.answer == "Sacramento"
-    assert answer.backtracks["local"] == 1
+    # a failed check sends nothing back: the claim stands, marked uncertain, with what the graph said
+    assert answer.answer == "Los Angeles" and answer.uncertain and answer.subquestions[0].uncertain
+    assert answer.backtracks["local"] == 0 and len(llm.requests_for("SubAnswer")) == 1
     assert llm.requests_for("ConflictJudgement") == []
-    rollback = next(e for e in log.events(answer.run_id) if e.type == "rollback_local")
-    assert "infobox" in rollback.payload["reason"] and "Sacramento" in rollback.payload["reason"]
+    decision = next(e.payload for e in log.events(answer.run_id) if e.type == "decision")
+    assert any("infobox" in r and "Sacramento" in r for r in decision["reasons"])
 
 
 def test_instruction_inside_a_passage_does_not_steer_the_agents(index, log):
@@ -270,19 +274,19 @@ def test_instruction_inside_a_passage_does_not_steer_the_agents(index, log):
         return {"answer": "Paris", "passages": [number], "subject": "Blue Harbour", "relation": "director"}
 
     llm.add_rule(fooled, schema="SubAnswer", times=1)
-    llm.add_rule({"query": "Blue Harbour film director"}, schema="Reformulation")
     llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
                  schema="SubAnswer")
     answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
-    assert answer.answer == "Mara Lind"
+    # what the fooled model answered is caught by the check: it stands only uncertain, and nothing else acts on it
+    assert answer.answer == "Paris" and answer.uncertain and len(llm.requests_for("SubAnswer")) == 1
     first = llm.requests_for("SubAnswer")[0]
     system, user = first.messages
     assert "Ignore previous" not in system["content"]  # passages never reach the instructions
     planted_line = next(l for l in user["content"].splitlines() if "Ignore previous" in l)
     assert planted_line.startswith(f"[{planted_number['n']}] ")  # stays one quoted line: cannot forge "Question:"
     assert user["content"].splitlines()[-1] == "Question: Who directed the film Blue Harbour?"
-    reason = next(e for e in log.events(answer.run_id) if e.type == "rollback_local").payload["reason"]
-    assert "instructions" in reason
+    decision = next(e.payload for e in log.events(answer.run_id) if e.type == "decision")
+    assert decision["decision"] == "accept" and any("instructions" in r for r in decision["reasons"])
 
 
 @pytest.mark.parametrize("question, message", [("", "empty"), ("   \n ", "empty"), ("x" * 100_000, "100,000 characters")])
@@ -322,18 +326,35 @@ def test_no_backtracking_ablation_keeps_the_first_answer(index, log):
     assert llm.requests_for("Reformulation") == []
 
 
-def test_the_same_rejected_answer_twice_stops_the_retries(index, log):
+def test_the_same_unsure_answer_twice_stops_the_retries(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "Tom Hale", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
-                 schema="SubAnswer")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", times=1, confidence=0.4)
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", confidence=0.5)
     llm.add_rule({"query": "Blue Harbour director"}, schema="Reformulation")
     answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
     assert len(llm.requests_for("SubAnswer")) == 2  # not 3: the retry gave the same answer
     assert len(llm.requests_for("Reformulation")) == 1
-    assert answer.uncertain and answer.backtracks["local"] == 2
-    override = next(e for e in log.events(answer.run_id) if e.type == "override")
-    assert override.payload["decision"] == "keep best candidate"
+    assert answer.answer == "Mara Lind" and answer.backtracks["local"] == 1 and answer.signals == ("low-confidence",)
+    decisions = [e.payload for e in log.events(answer.run_id) if e.type == "decision"]
+    assert [(d["decision"], d["confidence"]) for d in decisions] == [("retry", 0.4), ("accept", 0.5)]  # the surer
+
+
+def test_a_retried_step_with_no_new_query_left_keeps_its_surest_answer_uncertain(index, log, monkeypatch):
+    from reagent_local.agents.retriever import RetrieverAgent
+
+    monkeypatch.setattr(RetrieverAgent, "reformulate", lambda self, *args, **kw: None)  # every query was tried
+    llm = ScriptedLLM()
+    llm.add_rule({"subquestions": ["Who directed the film Blue Harbour?"]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Blue Harbour", "relation": "director"},
+                 schema="SubAnswer", confidence=0.4)
+    answer = pipeline(llm, index, log).ask("Who directed the film Blue Harbour?")
+    assert answer.answer == "Mara Lind" and answer.uncertain and answer.subquestions[0].uncertain
+    assert len(llm.requests_for("SubAnswer")) == 1 and answer.backtracks["local"] == 1
+    (override,) = [e.payload for e in log.events(answer.run_id) if e.type == "override"]
+    assert override == {"step": 0, "decision": "keep best candidate", "answer": "Mara Lind"}
 
 
 def test_a_step_that_needs_an_unanswered_step_is_skipped_without_calls(index, log):
@@ -381,16 +402,16 @@ def test_the_fallback_can_be_switched_off(index, log):
     assert not [e for e in log.events(answer.run_id) if e.type == "fallback_answer"]
 
 
-def test_an_answer_of_the_wrong_type_is_not_kept_at_the_depth_limit(index, log):
+def test_an_answer_of_the_wrong_type_stands_only_uncertain_and_is_not_retried(index, log):
     llm = ScriptedLLM()
     llm.add_rule({"subquestions": ["Where was Mara Lind born?"]}, schema="Decomposition")
     llm.add_rule({"answer": "1961", "passages": [2], "subject": "Mara Lind", "relation": "birth_place"},
                  schema="SubAnswer")
-    llm.add_rule({"query": "Mara Lind birthplace"}, schema="Reformulation")
     answer = pipeline(llm, index, log, answer_fallback=False).ask("Where was Mara Lind born?")
-    assert answer.answer == "unknown" and answer.uncertain  # not "1961"
-    override = [e for e in log.events(answer.run_id) if e.type == "override"]
-    assert override and override[-1].payload["decision"] == "no usable answer"
+    assert answer.answer == "1961" and answer.uncertain and answer.subquestions[0].uncertain
+    assert len(llm.requests_for("SubAnswer")) == 1 and llm.requests_for("Reformulation") == []
+    decision = next(e.payload for e in log.events(answer.run_id) if e.type == "decision")
+    assert decision["reasons"][0].startswith("the question asks for a place")
 
 
 def test_independent_steps_meet_in_one_round_and_the_channel_escalates_their_conflict(log):
@@ -539,16 +560,6 @@ def test_two_roads_that_disagree_meet_on_the_channel_and_the_supervisor_settles_
     shown = [text.index(part) for part in ("escalates to supervisor", "'the painter' vs 'Ilse Lind'", "signal two-roads",
                                            "MINIMAL CONFLICT SET (from two-roads)", "GLOBAL ROLLBACK")]
     assert shown == sorted(shown)
-
-
-def test_read_trusted_chains_meets_a_trusted_chain_with_the_whole_question(index, log):
-    llm = two_roads_llm("Ilse Lind", 0.9, "Mara Lind", 0.8)
-    answer = pipeline(llm, roads_index(index), log, two_roads=True, read_trusted_chains=True).ask(MOTHER_Q)
-    assert len(llm.requests_for("SubAnswer")) == 3  # the whole question was read despite the trusted chain
-    assert answer.answer == "Ilse Lind" and answer.backtracks == {"local": 0, "global": 0}
-    assert answer.roads is not None and answer.roads["winner"] == "chain" and "trusted" in answer.roads["reason"]
-    signal = next(e for e in log.events(answer.run_id) if e.type == "signal" and e.payload["fired"])
-    assert signal.payload["values"]["chain_trusted"] is True and signal.payload["values"]["whole_problem"] is None
 
 
 def test_close_roads_both_in_doubt_are_settled_by_the_supervisors_choice(index, log):

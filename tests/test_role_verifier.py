@@ -1,4 +1,4 @@
-"""Verifier decisions: the answer, its checks, and accept / retry / give up."""
+"""Verifier decisions: the answer, its checks, and accept / retry."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from reagent_local.core.evidence import BuiltOn, grounded_in, is_unknown, looks_like_instruction
 from reagent_local.agents.messages import EvidenceFound, Recheck
-from reagent_local.agents.verifier import Accept, Candidate, GiveUp, Retry, Verifier
+from reagent_local.agents.verifier import Accept, Candidate, Retry, Verifier
 from reagent_local.core.channel import Message
 from reagent_local.core.conflicts import ConflictChecker
 from reagent_local.core.knowledge import make_statement
@@ -55,22 +55,26 @@ def test_a_grounded_answer_is_accepted():
     assert isinstance(decision, Accept) and not decision.uncertain and decision.name == "accept"
 
 
-def test_an_ungrounded_answer_is_retried_with_its_reasons_and_hints():
+def test_an_ungrounded_answer_is_not_retried_it_stands_uncertain_with_its_reasons():
     decision = verifier().decide([attempt("Tom Hale", cited=0)], retries=2, local=True)
-    assert isinstance(decision, Retry) and "does not appear" in decision.reasons[0]
-    assert decision.hints == ("Blue Harbour", "Harbour Lights", "Planted") and decision.exclude == ()
+    assert isinstance(decision, Accept) and decision.uncertain and "does not appear" in decision.reasons[0]
 
 
-def test_an_answer_citing_an_instruction_is_retried_without_that_passage():
+def test_an_answer_citing_an_instruction_is_not_retried_it_stands_uncertain():
     decision = verifier().decide([attempt("Paris", cited=2)], retries=2, local=True)
-    assert isinstance(decision, Retry) and decision.exclude == ("Planted#0",)
+    assert isinstance(decision, Accept) and decision.uncertain
     assert any("instructions" in r for r in decision.reasons)
 
 
-def test_retries_end_at_the_depth_limit_or_when_the_same_answer_returns():
-    agent = verifier()
-    assert isinstance(agent.decide([attempt("Tom Hale"), attempt("Ann Berg")], retries=1, local=True), GiveUp)
-    assert isinstance(agent.decide([attempt("Tom Hale"), attempt("Tom Hale")], retries=5, local=True), GiveUp)
+def test_retries_end_at_the_depth_limit_or_when_the_same_answer_returns_and_the_surest_checked_one_stands():
+    agent = verifier(min_confidence=0.4)
+    first = unsure("Mara Lind", 0.2)
+    assert isinstance(agent.decide([first], retries=2, local=True), Retry)
+    assert agent.decide([first], retries=0, local=True).attempt is first  # no retry left: it stands
+    doubted = attempt("Tom Hale", cited=1, relation="other", about=[BLUE_HARBOUR])
+    again = unsure("Tom Hale", 0.3, cited=1)  # the same answer, checked this time but still unsure
+    assert isinstance(agent.decide([doubted, unsure("Harbour Lights", 0.3, cited=1)], retries=5, local=True), Retry)
+    assert agent.decide([doubted, again], retries=5, local=True).attempt is again  # it returned: no third reading
 
 
 def test_without_local_backtracking_the_first_answer_stands_uncertain():
@@ -78,8 +82,8 @@ def test_without_local_backtracking_the_first_answer_stands_uncertain():
     assert isinstance(decision, Accept) and decision.uncertain
 
 
-def test_a_silenced_check_failed_signal_sends_nothing_back():
-    agent = Verifier(caller(ScriptedLLM()), ConflictChecker(), RuleSet(("all",)), check_failed=False)
+def test_a_failed_check_sends_nothing_back():
+    agent = verifier()
     failed = attempt("Tom Hale")
     assert not failed.check.sound
     decision = agent.decide([failed], retries=2, local=True)
@@ -87,12 +91,13 @@ def test_a_silenced_check_failed_signal_sends_nothing_back():
     passed = attempt("Mara Lind")
     decision = agent.decide([passed, failed], retries=2, local=True)  # the attempt that passed stands
     assert isinstance(decision, Accept) and decision.attempt is passed and not decision.uncertain
-    assert isinstance(verifier().decide([failed], retries=2, local=True), Retry)  # not silenced: a retry
 
 
-def test_an_answer_the_supervisor_discarded_is_not_accepted_again():
-    decision = verifier().decide([attempt("Mara Lind", rejected={"Mara Lind"})], retries=2, local=True)
-    assert isinstance(decision, Retry) and "discarded by the supervisor" in decision.reasons[-1]
+def test_an_answer_the_supervisor_discarded_fails_its_check_and_stands_only_uncertain():
+    discarded = attempt("Mara Lind", rejected={"Mara Lind"})
+    assert "discarded by the supervisor" in discarded.check.problems[-1]
+    decision = verifier().decide([discarded], retries=2, local=True)
+    assert isinstance(decision, Accept) and decision.uncertain and "discarded by the supervisor" in decision.reasons[-1]
 
 
 def test_a_stronger_answer_replaces_a_weaker_one_of_the_same_step():
@@ -149,12 +154,13 @@ def test_an_unsure_yes_or_no_is_not_retried():
     assert isinstance(agent.decide([attempt], retries=2, local=True), Accept)
 
 
-def test_an_unsure_answers_passages_are_kept_for_the_retry_a_failed_ones_are_not():
+def test_an_unsure_answers_passages_are_kept_for_the_retry_and_its_hints_name_what_was_read():
     agent = verifier(min_confidence=0.4)
     retry = agent.decide([unsure("Mara Lind", 0.2)], retries=2, local=True)
     assert isinstance(retry, Retry) and retry.keep == (EVIDENCE.passages[0].id,)
+    assert retry.hints == ("Blue Harbour", "Harbour Lights", "Planted") and retry.exclude == ()
     failed = agent.decide([unsure("Tom Hale", 0.9)], retries=2, local=True)
-    assert isinstance(failed, Retry) and failed.keep == ()
+    assert isinstance(failed, Accept) and failed.uncertain  # a failed answer is not read again at all
 
 
 def test_an_unusable_judgement_is_no_conflict_and_says_why():
@@ -192,8 +198,8 @@ def test_an_answer_from_a_passage_that_never_names_the_bridge_is_doubted_once_th
     assert elsewhere.check.doubts and elsewhere.check.sound
     assert isinstance(agent.decide([doubted, elsewhere], retries=2, local=True), Accept)
     ungrounded = attempt("Ann Berg", cited=0, relation="other", about=[BLUE_HARBOUR])
-    assert not ungrounded.check.sound  # a retry that fails a check is retried again while the budget lasts
-    assert isinstance(agent.decide([doubted, ungrounded], retries=2, local=True), Retry)
+    assert not ungrounded.check.sound  # a retry that fails a check is not retried, even with budget left
+    assert agent.decide([doubted, ungrounded], retries=2, local=True).attempt is doubted
     # without local backtracking nothing acts on a doubt: the answer stands, not marked uncertain
     kept = agent.decide([doubted], retries=1, local=False)
     assert isinstance(kept, Accept) and not kept.uncertain
@@ -219,10 +225,12 @@ def test_an_answer_from_a_passage_that_never_names_a_bridge_without_an_article_i
 
 
 def test_a_retry_becomes_the_reject_the_retriever_reads():
-    agent = verifier()
-    first, second = attempt("Tom Hale", cited=0), attempt("Harbour Lights", cited=0, relation="other")
+    agent = verifier(min_confidence=0.4)
+    # a doubted answer (read off the subject), then another the model is unsure of
+    first, second = attempt("Tom Hale", cited=1, relation="other", about=[BLUE_HARBOUR]), unsure("Harbour Lights", 0.2, 1)
+    assert first.check.retry_signal == "off-subject" and second.check.ok
     retry = agent.decide([first, second], retries=2, local=True)
-    assert isinstance(retry, Retry) and second.check.retry_signal == "check-failed"
+    assert isinstance(retry, Retry) and second.check.retry_signal == "low-confidence"
     reject = agent.rejection(3, [first, second], retry, built_on=["Mara Lind", "unknown", "Mara Lind"])
     assert (reject.step, reject.answer, reject.question, reject.query) == (3, "Harbour Lights", QUESTION, QUESTION)
     assert reject.reasons == retry.reasons and reject.why() == "; ".join(retry.reasons)
@@ -243,6 +251,5 @@ def test_the_off_subject_doubt_is_a_rule_and_switches_off():
     assert rules.names_fired == ["off-subject"]
 
 
-def test_the_next_reading_is_told_the_answers_given_up_and_those_that_failed_a_check():
-    failed, unsure = attempt("Tom Hale", cited=0), attempt("Mara Lind")
-    assert Verifier.not_again([failed, unsure, attempt("unknown")], {"Ann Berg"}) == ["Ann Berg", "Tom Hale"]
+def test_the_next_reading_is_told_the_answers_given_up():
+    assert Verifier.not_again({"Tom Hale", "Ann Berg"}) == ["Ann Berg", "Tom Hale"] and Verifier.not_again() == []

@@ -114,9 +114,10 @@ def test_run_list_table_fits_and_shows_the_counts(log):
 
 @pytest.mark.parametrize("make_run, expected", [
     (challenge_run, ["challenge → retriever, verifier", "drops", "challenged by the controller", "GLOBAL ROLLBACK"]),
-    (nonsense_run, ["llm error: output is not JSON", "invalid output", "override, step 1: no usable answer",
-                    "(uncertain: no answer found)", "llm #", "?+? tok"]),
-    (channel_run, ["escalates to supervisor", "judge:", "CONFLICT", "budget exhausted (LLM calls)",
+    (nonsense_run, ["llm error: output is not JSON", "invalid output", "(uncertain: no answer found)", "llm #",
+                    "?+? tok"]),
+    (channel_run, ["escalates to supervisor", "judge:", "CONFLICT", "override, step 1: no usable answer",
+                   "budget exhausted (LLM calls)",
                    'custom_kind: {"detail": "<b>not markup</b>"}', "Answer: Sacramento (uncertain: budget exhausted"]),
 ])
 def test_every_kind_of_event_is_shown(tmp_path, make_run, expected):

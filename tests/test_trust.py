@@ -132,6 +132,11 @@ def test_a_retired_signal_a_model_still_reads_is_0_for_every_run():
     assert trust.features["signal_plan_failed"] == 0.0 and trust.contributions["signal_plan_failed"] == 0.0
     assert trust.probability == pytest.approx(1 / (1 + math.exp(-1.0)))  # the low-confidence weight alone
     assert "signal_plan_failed" in load_trust_model().model.features  # the shipped model, fitted before, reads it
+    # check-failed went with the retry of a failed check (silenced long before: a run since never fired it); the
+    # shipped model, fitted while it could fire, weighs it: 0 for every run, as when it was silenced
+    shipped = load_trust_model()
+    assert "signal_check_failed" in shipped.model.features and "signal_check_failed" not in facts.features()
+    assert shipped.score(facts).features["signal_check_failed"] == 0.0
 
 
 def old_record(prediction: str, em: float, cited: list[str], **extra) -> dict:

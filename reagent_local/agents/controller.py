@@ -5,7 +5,7 @@ is charged to it), the retries a step gets (:meth:`Controller.retries`), the glo
 rollbacks a question gets. Its decisions are values the loop carries out:
 
 - :meth:`Controller.skip`: a step whose input step found no answer is not attempted;
-- :meth:`Controller.override`: when the verifier gives up on a step, keep the best
+- :meth:`Controller.override`: when a retried step has no new query left, keep the best
   usable candidate (marked uncertain; never one the supervisor gave up) or none;
 - :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
   statements that won them are checked again with fresh evidence;
@@ -33,7 +33,7 @@ from .messages import AnswerMade
 from .verifier import Attempt
 
 AGENT = "controller"
-OVERRIDE_CONFIDENCE = 0.4  # a kept candidate that failed its checks is never trusted more than this
+OVERRIDE_CONFIDENCE = 0.4  # a kept candidate (its retry found no new query) is never trusted more than this
 
 
 class BudgetExhausted(Exception):
@@ -177,7 +177,7 @@ class Controller:
 
     def override(self, question: str, attempts: Sequence[Attempt], *, step: int,
                  rejected: Collection[str] = ()) -> Override:
-        """Depth exhausted: keep the most confident usable candidate (never one of the wrong type, nor an
+        """No new query left: keep the most confident usable candidate (never one of the wrong type, nor an
         answer the supervisor gave up: keeping it would only rebuild the conflict it settled)."""
         usable = [a for a in attempts if not is_unknown(a.candidate.answer) and not a.check.kg_conflicts
                   and a.candidate.answer not in rejected

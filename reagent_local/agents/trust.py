@@ -36,10 +36,11 @@ from .router import ROUTERS_DIR, question_features
 TRUST_PATH = ROUTERS_DIR / "trust.json"
 LIKELY_WRONG = 0.5  # a caught answer below this is more likely wrong than right
 # the conflict signals whose firing is a feature of its own (any other counts in ``signals_fired`` only)
-SIGNALS = ("low-confidence", "check-failed", "two-roads", "off-subject")
+SIGNALS = ("low-confidence", "two-roads", "off-subject")
 # signals whose code was removed: plan-failed went with replanning (the shipped model, fitted before, gave it weight 0),
-# the assembler's three escalations with them (never a feature of their own: they count in ``signals_fired`` only)
-RETIRED_SIGNALS = ("plan-failed", "value-conflict", "broken-bridge", "unfounded-step")
+# the assembler's three escalations with them (never a feature of their own: they count in ``signals_fired`` only),
+# check-failed with the verifier's retry of a failed check (silenced by default long before: a run since never fired it)
+RETIRED_SIGNALS = ("plan-failed", "value-conflict", "broken-bridge", "unfounded-step", "check-failed")
 
 
 def signal_feature(signal: str) -> str:

@@ -6,10 +6,11 @@ instruction, an answer whose type does not fit the question (the ``check`` rules
 value that contradicts a knowledge-graph fact; then the ``doubt`` rules (an answer read
 from passages that never name what the step builds on). Only pairs the rules cannot
 decide go to the LLM judge. The verifier's decision on a step's attempts is a value:
-:class:`Accept`, :class:`Retry` (a local backtrack: new evidence, a new query) or
-:class:`GiveUp` (the controller decides what to keep). It reads its inbox: the evidence the
-retriever found for a step, and the controller's challenges (:meth:`Verifier.read`); a
-retry goes back to the retriever as a :class:`~.messages.Rejection`.
+:class:`Accept` or :class:`Retry` (a local backtrack: new evidence, a new query); an answer
+that fails a check is not retried (the surest answer that passed stands, else it, uncertain).
+It reads its inbox: the evidence the retriever found for a step, and the controller's
+challenges (:meth:`Verifier.read`); a retry goes back to the retriever as a
+:class:`~.messages.Rejection`.
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ class Check:
 
     @property
     def retry_signal(self) -> str:
-        """The conflict signal a step sent back for these findings names (a benchmark record counts them apart)."""
-        return "low-confidence" if self.ok else "off-subject" if self.sound else "check-failed"
+        """The conflict signal a retry for these findings names (a benchmark record counts them apart): only
+        sound answers are retried, so the model's doubt or a doubt about where the answer was read."""
+        return "low-confidence" if self.ok else "off-subject"
 
     def reasons(self) -> list[str]:
         """Every problem and doubt as one readable reason."""
@@ -139,16 +141,7 @@ class Retry:
     name = "retry"
 
 
-@dataclass(frozen=True)
-class GiveUp:
-    """Retries are spent (or repeat themselves): the controller decides what to keep."""
-
-    attempt: Attempt
-    reasons: tuple[str, ...]
-    name = "give_up"
-
-
-Decision = Union[Accept, Retry, GiveUp]
+Decision = Union[Accept, Retry]
 
 
 class LLMJudge:
@@ -206,16 +199,15 @@ def confidence_of(candidate: Candidate, evidence: Evidence, check: Check) -> flo
 
 
 class Verifier:
-    """Answers from evidence, checks the answer, and decides: accept, retry or give up."""
+    """Answers from evidence, checks the answer, and decides: accept or retry."""
 
     def __init__(self, call: Caller, checker: ConflictChecker, rules: RuleSet, *, min_confidence: float = 0.0,
-                 local: bool = True, check_failed: bool = True) -> None:
+                 local: bool = True) -> None:
         self.call = call
         self.checker = checker
         self.rules = rules
         self.min_confidence = min_confidence  # a checked answer less sure than this is retried once
-        self.local = local  # local backtracking: a failed or doubted answer is retried
-        self.check_failed = check_failed  # False (pipeline.signals_off): a failed check sends nothing back
+        self.local = local  # local backtracking: an unsure or doubted answer is retried
 
     @property
     def acts_on_doubts(self) -> bool:
@@ -228,11 +220,10 @@ class Verifier:
         return read_passages(self.call, AGENT, index, question, evidence, rejected)
 
     @staticmethod
-    def not_again(attempts: Sequence[Attempt], rejected: Iterable[str] = ()) -> list[str]:
-        """The answers a step's next reading is told not to give: those the supervisor gave up (``rejected``) and
-        the step's answers that failed a check."""
-        failed = {a.candidate.answer for a in attempts if a.check.problems and not is_unknown(a.candidate.answer)}
-        return sorted(set(rejected) | failed)
+    def not_again(rejected: Iterable[str] = ()) -> list[str]:
+        """The answers a step's next reading is told not to give: those the supervisor gave up (``rejected``; a
+        step is read again only after an answer that passed its checks, so none of its own is ruled out)."""
+        return sorted(set(rejected))
 
     def examine(self, candidate: Candidate, evidence: Evidence, *, query: str, held: Sequence[Statement] = (),
                 facts: Iterable[Statement] = (), rejected: Iterable[str] = (), about: Sequence[BuiltOn] = ()) -> Attempt:
@@ -285,8 +276,9 @@ class Verifier:
         return doubt.value if doubt else None
 
     def decide(self, attempts: Sequence[Attempt], *, retries: int, local: bool | None = None) -> Decision:
-        """Accept an attempt, retry with new evidence, or give up (retries spent or repeating).
+        """Accept an attempt or retry with new evidence (until retries are spent or an answer repeats).
 
+        An answer that failed a check is not retried: the surest attempt that passed stands, else it, uncertain.
         A checked span answer the model was unsure of (confidence below ``min_confidence``) is
         retried once before anything is built on it; then the surest checked attempt stands. So is a doubted
         answer (read from another article than the one its step asks about): one retry, then the surest
@@ -309,8 +301,8 @@ class Verifier:
             return Accept(last, retract=tuple(held for held, _ in check.own_conflicts))
         if not local:  # the ablation without local backtracking keeps the first answer (a doubt is no failure)
             return Accept(last, uncertain=not check.sound)
-        if not check.sound and not self.check_failed:
-            # the check-failed signal is silenced: the surest answer that passed stands, else this one, uncertain
+        if not check.sound:
+            # a failed check sends nothing back: the surest answer that passed stands, else this one, uncertain
             return Accept(max(checked, key=lambda a: a.confidence)) if checked else Accept(last, uncertain=True)
         unsure = check.ok and last.confidence < self.min_confidence
         reasons = tuple(check.reasons()) or (f"the model is unsure of {last.candidate.answer!r} "
@@ -321,8 +313,6 @@ class Verifier:
         doubted_again = doubted[-1] and any(doubted[:-1])
         if checked and (len(attempts) > retries or repeated or unsure and len(checked) > 1 or doubted_again):
             return Accept(max(checked, key=lambda a: a.confidence))  # the surest answer that passed its checks
-        if len(attempts) > retries or repeated:
-            return GiveUp(last, reasons)  # new evidence gave the same rejected answer: more retries will not help
         exclude = tuple(p.id for p in last.candidate.cited if p.suspicious)
         # an answer that passed its checks but was unsure may be right: its passages are read again beside new ones
         keep = tuple(p.id for p in last.candidate.cited if not p.suspicious) if unsure else ()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config import REMOVED, REMOVED_SIGNALS, Config, inert_removed, load_config
+from ..config import BACKTRACKING, REMOVED, REMOVED_SIGNALS, Config, inert_removed, load_config
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
 from .provenance import check_single, comparable_config, config_id, describe, legacy_config_id, origins
@@ -151,7 +151,8 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
     """
     live = removed_signals_live(resolved)
     if live:
-        raise BenchRunError(f"the baseline ran with {', '.join(live)} on: {REMOVED_SIGNALS[live[0]]}",
+        why = "; ".join(dict.fromkeys(REMOVED_SIGNALS[name] for name in live))
+        raise BenchRunError(f"the baseline ran with {', '.join(live)} on: {why}",
                             hint="this code cannot give the answers it ablates against: run the baseline at this commit")
     flat = {f"{section}.{name}": value for section, values in _sections(resolved).items()
             for name, value in values.items() if not inert_removed(f"{section}.{name}", value)}
@@ -174,24 +175,35 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
     return config
 
 
+# The removed signals by when they went: the kind of backtracking that raised them, and the settings every
+# configuration with ``signals_off`` written while they existed holds (removed with them or after). The
+# escalations (global) went after the router and with max_replans; check-failed (local) with read_trusted_chains.
+REMOVED_SIGNAL_ERAS: tuple[tuple[tuple[str, ...], str, frozenset[str]], ...] = (
+    (("value-conflict", "broken-bridge", "unfounded-step"), "global", frozenset({"router", "max_replans"})),
+    (("check-failed",), "local", frozenset({"router", "max_replans", "read_trusted_chains"})),
+)
+
+
 def removed_signals_live(resolved: Mapping[str, Any]) -> list[str]:
     """The removed signals (``config.REMOVED_SIGNALS``) a baseline's configuration ran with on.
 
-    Today's code never writes them, so a ``signals_off`` that names one was written before they went, and any it
-    does not name was on. A configuration with no ``signals_off`` predates the switch: all were on (they ran only
-    with global backtracking). One that names none is today's, unless it still holds ``pipeline.router`` or
-    ``pipeline.max_replans``: the router was removed before the escalations and replanning with them, so it was
-    written while they existed and ran them.
+    A signal ran only with its kind of backtracking. Today's code never writes the removed names, so a
+    ``signals_off`` that names one of a group was written before the group went, and any of it that it does not
+    name was on. A configuration with no ``signals_off`` predates the switch: all were on. One that names none of a
+    group is from after the group went, unless it still holds a setting removed with the group or after it: then it
+    was written while they existed, and ran them.
     """
     pipeline = dict(resolved.get("pipeline") or {})
-    if pipeline.get("backtracking", "both") in ("none", "local"):
-        return []
-    if "signals_off" not in pipeline:
-        return list(REMOVED_SIGNALS)
-    silenced = set(pipeline["signals_off"] or ())
-    if not silenced & set(REMOVED_SIGNALS) and not {"router", "max_replans"} & pipeline.keys():
-        return []
-    return [name for name in REMOVED_SIGNALS if name not in silenced]
+    kinds = dict(zip(("local", "global"), BACKTRACKING.get(pipeline.get("backtracking", "both"), (True, True))))
+    silenced = set(pipeline.get("signals_off") or ())
+    live: list[str] = []
+    for names, kind, older in REMOVED_SIGNAL_ERAS:
+        if not kinds[kind]:
+            continue
+        if "signals_off" in pipeline and not silenced & set(names) and not older & pipeline.keys():
+            continue
+        live += [name for name in names if name not in silenced]
+    return live
 
 
 def rebuilt_id(config: Config) -> str:

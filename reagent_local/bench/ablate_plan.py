@@ -15,7 +15,7 @@ from typing import Sequence
 from ..config import Config
 from ..errors import BenchRunError
 from ..version import code_version
-from .ablate_spec import EACH, Ablation, Spec, parse_spec, resolve_spec, rules_used, signal_overrides
+from .ablate_spec import EACH, Ablation, Spec, parse_spec, resolve_spec, rules_used
 from .acted import Trace, acted, traces
 from .ablate_baseline import Baseline, load_baselines, rebuild_config, same_configuration
 from .provenance import config_differences
@@ -126,8 +126,6 @@ def plan_ablations(folders: Sequence[Path], whats: Sequence[str], *, method: str
     for spec in _specs(whats, method, config):
         if spec.kind == "setting":
             ablated = _configs(baselines[0], {spec.name: spec.value or ""}, spec.text)
-        elif spec.kind == "signal":
-            ablated = _configs(baselines[0], signal_overrides(config, spec), spec.text)
         else:
             ablated = config
         resolved.append((resolve_spec(spec, method, config, ablated), ablated))

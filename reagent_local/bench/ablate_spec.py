@@ -3,13 +3,12 @@
 - ``rule:NAME``: the baseline method without a question-shape rule (``reagent-both-no-NAME``);
   ``rule:each``: one such ablation per rule the baseline used;
 - ``setting:SECTION.FIELD=VALUE``: the baseline's configuration with one setting changed;
-- ``signal:NAME``: the baseline with one backtracking signal silenced (``pipeline.signals_off``), or, for a
-  signal the baseline silenced, switched back on;
 - ``method:NAME``: another method (``reagent-local`` = global backtracking off, ``reagent-global``
   = local off), with the baseline method's rules.
 
 The questions an ablation can change come from ``acted.py``; a setting or method not in it
-changes every question.
+changes every question. ``signal:NAME`` is refused with the reason: no signal is left that
+``pipeline.signals_off`` switches (check-failed, the last, was removed; the others have settings).
 """
 
 from __future__ import annotations
@@ -23,14 +22,15 @@ from ..errors import BenchRunError
 from .acted import SETTINGS, Marks, backtracking_marks, marks, switched_off
 from .registry import ABLATION, ablation, check_methods
 
-KINDS = ("rule", "setting", "signal", "method")
+KINDS = ("rule", "setting", "method")
+SIGNAL = "signal"  # signal:NAME switched a signal without a setting of its own; none is left
 EACH = "each"  # rule:each: one ablation per rule the baseline used
 # settings an ablation may not change: where files live, the machine's threads, the model (another model is
 # another baseline), and what the other spec kinds say more exactly (a method name sets pipeline.backtracking)
 REFUSED = {"llm.model": "another model is another baseline: run one with --model",
            "llm.n_threads": "threads are measured by `reagent bench noise`, not ablated", "pipeline.backtracking": "use method:reagent-MODE",
            "pipeline.rules": "use rule:NAME, one rule at a time",
-           "pipeline.signals_off": "use signal:NAME, one signal at a time"}
+           "pipeline.signals_off": "no signal is left that it switches: each has a setting of its own"}
 
 
 @dataclass(frozen=True)
@@ -50,16 +50,16 @@ class Spec:
 
 
 def parse_spec(text: str) -> Spec:
-    """``rule:NAME``, ``setting:SECTION.FIELD=VALUE``, ``signal:NAME`` or ``method:NAME``; anything else is a
-    BenchRunError."""
+    """``rule:NAME``, ``setting:SECTION.FIELD=VALUE`` or ``method:NAME``; anything else is a BenchRunError."""
     kind, sep, rest = text.strip().partition(":")
     rest = rest.strip()
+    if sep and kind == SIGNAL and rest:
+        problem = signal_problem(rest)
+        raise BenchRunError(f"--what {text.strip()!r}: {problem[0]}", hint=problem[1])
     if not sep or kind not in KINDS or not rest:
         raise BenchRunError(f"cannot read --what {text!r}",
-                            hint="write rule:NAME, setting:SECTION.FIELD=VALUE, signal:NAME or method:NAME "
+                            hint="write rule:NAME, setting:SECTION.FIELD=VALUE or method:NAME "
                                  "(e.g. setting:pipeline.two_roads=false)")
-    if kind == "signal":
-        return _signal_spec(text.strip(), rest)
     if kind != "setting":
         return Spec(text.strip(), kind, rest)
     name, eq, value = rest.partition("=")
@@ -71,14 +71,6 @@ def parse_spec(text: str) -> Spec:
         raise BenchRunError(f"--what {text!r}: {name} cannot be ablated",
                             hint=REFUSED.get(name, "paths say where files live, not what an answer is"))
     return Spec(text.strip(), kind, name, value)
-
-
-def _signal_spec(text: str, name: str) -> Spec:
-    """``signal:NAME`` as the setting that silences it."""
-    problem = signal_problem(name)
-    if problem is not None:
-        raise BenchRunError(f"--what {text!r}: {problem[0]}", hint=problem[1])
-    return Spec(text, "signal", name)
 
 
 @dataclass(frozen=True)
@@ -105,8 +97,6 @@ def resolve_spec(spec: Spec, base_method: str, config: Config, ablated: Config |
         return _rule(spec, base_method, config)
     if spec.kind == "method":
         return _method(spec, base_method)
-    if spec.kind == "signal":
-        return _signal(spec, base_method, config)
     assert ablated is not None, "a setting spec needs the ablated configuration"
     return _setting(spec, base_method, config, ablated)
 
@@ -145,30 +135,6 @@ def _method(spec: Spec, base_method: str) -> Ablation:
     return Ablation(spec, name, marks=found,
                     why=f"{' and '.join(taken)} backtracking acted: its signals, rollbacks" +
                         (", the two roads or an escalation in the event log" if "global" in taken else ""))
-
-
-def _signal(spec: Spec, base_method: str, config: Config) -> Ablation:
-    if spec.name in config.pipeline.signals_off:
-        return _unsilenced(spec, base_method, config)
-    return Ablation(spec, base_method, signal_overrides(config, spec), marks=marks(signals=[spec.name]),
-                    why=f"the record's signals name {spec.name} (a signal that never fired changed nothing)")
-
-
-def _unsilenced(spec: Spec, base_method: str, config: Config) -> Ablation:
-    """A signal the baseline silenced (check-failed, the one signal ``signals_off`` still switches), switched back
-    on. A silenced check-failed leaves its trace in the log: a step accepted with what its checks found among the
-    decision's reasons (a doubt that stood shows the same, so those questions rerun too)."""
-    return Ablation(spec, base_method, signal_overrides(config, spec), marks=marks(accepted_findings=True),
-                    why="the event log shows a step accepted with its checks' findings (the silenced check, or a "
-                        "doubt that stood)")
-
-
-def signal_overrides(config: Config, spec: Spec) -> dict[str, str]:
-    """The setting a ``signal:NAME`` spec changes: the baseline's silenced signals with this one added, or (silenced
-    in the baseline) taken out."""
-    if spec.name in config.pipeline.signals_off:
-        return {"pipeline.signals_off": ",".join(s for s in config.pipeline.signals_off if s != spec.name)}
-    return {"pipeline.signals_off": ",".join((*config.pipeline.signals_off, spec.name))}
 
 
 def _value(config: Config, dotted: str) -> Any:

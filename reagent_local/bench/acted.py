@@ -20,7 +20,9 @@ from ..rules import RULES
 
 Record = dict[str, Any]
 EVENTS_FILE = "events.duckdb"
-LOCAL_SIGNALS = ("low-confidence", "off-subject", "check-failed")  # the verifier's retry reasons
+# the verifier's retry reasons (a record of a run that had the removed check-failed live may name it too; it counted
+# a local backtrack, and a baseline that ran it is not rebuilt: ablate_baseline.rebuild_config)
+LOCAL_SIGNALS = ("low-confidence", "off-subject")
 TWO_ROADS = "two-roads"
 
 
@@ -34,26 +36,22 @@ class Marks:
     backtracks: frozenset[str] = frozenset()  # "local" / "global": the record's count is above 0
     whole_read: bool = False  # the log shows the whole question read (the second road, or the fallback)
     escalated: bool = False  # the log shows a conflict the channel escalated to the supervisor
-    # the log shows a step accepted despite what its checks found (a silenced check-failed, or a doubt that stood)
-    accepted_findings: bool = False
 
     @property
     def needs_log(self) -> bool:
         """Whether some mark can only be read from the event log."""
-        return bool(self.checked) or self.whole_read or self.escalated or self.accepted_findings
+        return bool(self.checked) or self.whole_read or self.escalated
 
     def __or__(self, other: "Marks") -> "Marks":
         return Marks(self.signals | other.signals, self.checked | other.checked, self.rules | other.rules,
                      self.backtracks | other.backtracks, self.whole_read or other.whole_read,
-                     self.escalated or other.escalated, self.accepted_findings or other.accepted_findings)
+                     self.escalated or other.escalated)
 
 
 def marks(*, signals: Iterable[str] = (), checked: Iterable[str] = (), rules: Iterable[str] = (),
-          backtracks: Iterable[str] = (), whole_read: bool = False, escalated: bool = False,
-          accepted_findings: bool = False) -> Marks:
+          backtracks: Iterable[str] = (), whole_read: bool = False, escalated: bool = False) -> Marks:
     """A Marks from plain iterables."""
-    return Marks(frozenset(signals), frozenset(checked), frozenset(rules), frozenset(backtracks), whole_read, escalated,
-                 accepted_findings)
+    return Marks(frozenset(signals), frozenset(checked), frozenset(rules), frozenset(backtracks), whole_read, escalated)
 
 
 @dataclass(frozen=True)
@@ -122,7 +120,6 @@ class Trace:
     checked: frozenset[str] | None = None
     whole_read: bool | None = None
     escalated: bool | None = None
-    accepted_findings: bool | None = None
     error: bool = False  # the run stopped on an error: its record does not show what acted before it
 
 
@@ -138,7 +135,7 @@ def acted(mark: Marks, trace: Trace) -> bool:
     if trace.checked is None:
         return True  # cannot tell: rerun it
     return bool(mark.checked & trace.checked) or (mark.whole_read and bool(trace.whole_read)) \
-        or (mark.escalated and bool(trace.escalated)) or (mark.accepted_findings and bool(trace.accepted_findings))
+        or (mark.escalated and bool(trace.escalated))
 
 
 def record_trace(record: Record, logged: Mapping[str, Any] | None = None) -> Trace:
@@ -147,16 +144,14 @@ def record_trace(record: Record, logged: Mapping[str, Any] | None = None) -> Tra
     logged = logged or {}
     return Trace(frozenset(record.get("signals") or ()), frozenset(record.get("rules_fired") or ()),
                  frozenset(k for k, v in counts.items() if int(v or 0) > 0), logged.get("checked"),
-                 logged.get("whole_read"), logged.get("escalated"), logged.get("accepted_findings"),
-                 bool(record.get("error")))
+                 logged.get("whole_read"), logged.get("escalated"), bool(record.get("error")))
 
 
 def log_marks(bodies: Iterable[Any]) -> dict[str, Any]:
-    """What one run's decoded events show: the signals checked, the whole question read, an escalation, a step
-    accepted with findings."""
+    """What one run's decoded events show: the signals checked, the whole question read, an escalation."""
     from ..core import events as ev
 
-    checked, whole, escalated, findings = set(), False, False, False
+    checked, whole, escalated = set(), False, False
     for body in bodies:
         if isinstance(body, ev.Signal):
             checked.add(body.signal)
@@ -164,9 +159,7 @@ def log_marks(bodies: Iterable[Any]) -> dict[str, Any]:
             whole = True  # evidence for no step: the whole question's
         elif isinstance(body, ev.Escalate):
             escalated = True
-        elif isinstance(body, ev.Decision) and body.decision == "accept" and body.reasons:
-            findings = True
-    return {"checked": frozenset(checked), "whole_read": whole, "escalated": escalated, "accepted_findings": findings}
+    return {"checked": frozenset(checked), "whole_read": whole, "escalated": escalated}
 
 
 def traces(folder: Path, records: Sequence[Record], *, read_log: bool) -> dict[str, Trace]:

@@ -308,8 +308,7 @@ def _show_fit(text: str, report: Path | None, written: str) -> None:
 @click.argument("baselines", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--what", "whats", multiple=True, required=True, metavar="SPEC",
               help="What to switch off (repeatable): rule:NAME, setting:SECTION.FIELD=VALUE "
-                   "(e.g. setting:pipeline.two_roads=false), signal:NAME (a backtracking signal without its own "
-                   "setting, e.g. signal:check-failed) or method:NAME (e.g. method:reagent-local).")
+                   "(e.g. setting:pipeline.two_roads=false) or method:NAME (e.g. method:reagent-local).")
 @click.option("--method", default="reagent-both", show_default=True, help="The baseline folders' method to ablate.")
 @click.option("--check", type=int, default=0, show_default=True, metavar="N",
               help="Also answer N carried-over questions per baseline again (seeded) and report any difference.")

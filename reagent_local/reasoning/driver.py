@@ -27,7 +27,7 @@ from ..core.evidence import Evidence, EvidencePassage, is_unknown
 from ..agents.messages import AnswerMade, EvidenceFound, PlanMade, Recheck, RoadAnswer, StepAnswer
 from ..agents.retriever import AGENT as RETRIEVER
 from ..agents.supervisor import AGENT as SUPERVISOR, RoadsVerdict, RollbackPlan
-from ..agents.verifier import AGENT as VERIFIER, Accept, Attempt, Candidate, GiveUp, Retry, graph_facts
+from ..agents.verifier import AGENT as VERIFIER, Accept, Attempt, Candidate, graph_facts
 from ..config import PipelineConfig
 from ..core import events as ev
 from ..core.channel import Channel, RoundResult
@@ -232,22 +232,19 @@ class QuestionRun:
         run.ws.rollback_local(VERIFIER, checkpoint.id, "; ".join(decision.reasons))
         run.backtracks["local"] += 1
         run.notes.signal(attempt.check.retry_signal, True, "; ".join(decision.reasons), step=step.index)
-        if isinstance(decision, Retry):
-            built_on = [run.steps[k].answer for k in step.sub.depends_on]
-            run.post(VERIFIER, (RETRIEVER,), verifier.rejection(step.index, step.attempts, decision, built_on), [held])
-        elif isinstance(decision, GiveUp):
-            self._override(step)
+        built_on = [run.steps[k].answer for k in step.sub.depends_on]
+        run.post(VERIFIER, (RETRIEVER,), verifier.rejection(step.index, step.attempts, decision, built_on), [held])
 
     def _candidate(self, step: Step, evidence: Evidence) -> Candidate:
         verifier = self.run.team.verifier
         try:
-            return verifier.answer(step.index, step.question, evidence, verifier.not_again(step.attempts, step.rejected))
+            return verifier.answer(step.index, step.question, evidence, verifier.not_again(step.rejected))
         except LLMOutputError as exc:
             self.run.ws.record(VERIFIER, ev.InvalidOutput(error=str(exc).splitlines()[0]))
             return Candidate(step.index, step.question, "unknown", (), "", "other")
 
     def _override(self, step: Step) -> None:
-        """The verifier gave up: the controller keeps the best usable candidate (uncertain) or none."""
+        """A retried step has no new query left: the controller keeps the best usable candidate (uncertain) or none."""
         run = self.run
         override = run.team.controller.override(step.question, step.attempts, step=step.index, rejected=step.rejected)
         run.ws.record(CONTROLLER, ev.Override(step=step.index, decision=override.decision,

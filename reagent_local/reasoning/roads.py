@@ -40,7 +40,7 @@ class SecondRoad:
         a disagreement goes to the supervisor, and a chain that loses is redone once at its weakest step."""
         run = self.run
         chain_road = self._chain_road(chain)
-        if chain_road.trusted and not run.settings.read_trusted_chains:  # one reading of the whole question rarely beats it
+        if chain_road.trusted:  # one reading of the whole question rarely beats it
             run.notes.signal("two-roads", False, f"the chain is trusted: {chain_road.note}")
             return Done(chain)
         whole = self._whole_road()

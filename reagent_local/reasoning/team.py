@@ -56,8 +56,7 @@ def build_team(config: Config, calls: CallLedger, workspace: Workspace, rules: R
     retriever = RetrieverAgent(index, calls, top_k=retrieval.top_k, mode=retrieval.mode,
                                passage_chars=retrieval.passage_chars, focus_chars=retrieval.focus_chars,
                                kg=kg if retrieval.use_kg else None)
-    verifier = Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence,
-                        local=pipeline.local_backtracking, check_failed="check-failed" not in pipeline.signals_off)
+    verifier = Verifier(calls, checker, rules, min_confidence=pipeline.min_confidence, local=pipeline.local_backtracking)
     supervisor = Supervisor(checker, controller, calls, margin=pipeline.roads_margin, trust=pipeline.chain_trust,
                             options_trust=pipeline.options_trust, rules=rules, trust_model=trust_model_for(pipeline))
     return Team(decomposer=QuestionDecomposer(calls, rules, pipeline.max_subquestions), retriever=retriever,
