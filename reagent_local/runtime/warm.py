@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 WARM_VERSION = 1
 FOLDER = "warm-prefixes"
-MAX_STATES = 16  # newest files read per key: edited prompts leave their old states behind
+MAX_STATES = 16  # states kept per key, newest first: the project has 11 prompt files; edited prompts leave old ones
 # the context parameters that decide what a prefix's KV state holds or how its numbers are computed
 _CONTEXT_FIELDS = ("n_ctx", "n_batch", "n_ubatch", "n_seq_max", "type_k", "type_v", "flash_attn_type", "attention_type",
                    "rope_scaling_type", "rope_freq_base", "rope_freq_scale", "yarn_ext_factor", "offload_kqv",
@@ -54,9 +54,22 @@ def identity_of(llama: Any, model: Path, *, threads: int, block: int, extra_buff
     params = getattr(llama, "context_params", None)
     context = {name: getattr(params, name) for name in _CONTEXT_FIELDS if hasattr(params, name)}
     return {"version": WARM_VERSION, "model": str(Path(model).resolve()), "size": stat.st_size,
-            "mtime_ns": stat.st_mtime_ns, "llama_cpp": version, "system_info": system_info, "cpu": cpu.model,
+            "mtime_ns": stat.st_mtime_ns, "llama_cpp": version, "system_info": system_info, "libraries": _libraries(),
+            "cpu": cpu.model,
             "flags": sorted(cpu.flags), "threads": threads, "prefill_block": block,
             "extra_buffers": extra_buffers, "gpu_layers": gpu_layers, "context": context}
+
+
+def _libraries() -> list[list[Any]]:
+    """llama.cpp's shared libraries (name, size, mtime): a rebuild of the same version changes them."""
+    import llama_cpp.llama_cpp as native
+
+    try:
+        folder = Path(native._lib._name).parent
+        return sorted([p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in folder.iterdir()
+                      if p.suffix in (".so", ".dylib", ".dll") or ".so." in p.name)
+    except (AttributeError, OSError, TypeError):
+        return []
 
 
 def warm_key(identity: dict[str, Any]) -> str:
@@ -123,6 +136,20 @@ def llama_state(warm: WarmState, llama: Any) -> Any:
                                  llama_state_size=len(warm.state), seed=warm.seed)
     state.reagent_stable = len(warm.tokens)  # every block evaluated aligned: all of it reusable (runtime/prefill.py)
     return state
+
+
+def state_fits(llama: Any, warm: WarmState) -> bool:
+    """Whether ``llama``'s context takes ``warm``'s bytes (it refuses a state of another model or context size).
+
+    The bytes are set directly: ``Llama.load_state`` would also rewrite its rows of logits (about 0.1 s).
+    The caller resets the context afterwards, so nothing of the trial is reused.
+    """
+    import ctypes
+
+    import llama_cpp
+
+    buffer = (ctypes.c_uint8 * len(warm.state)).from_buffer_copy(warm.state)
+    return int(llama_cpp.llama_state_set_data(llama.ctx, buffer, len(warm.state))) == len(warm.state)
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -212,7 +239,21 @@ class WarmPrefixes:
             _replace(self.folder / f"{state.name}.json", json.dumps(meta).encode("utf-8"))
         except OSError:
             return False
+        self._prune()
         return True
+
+    def _prune(self) -> None:
+        """Keep the newest ``max_states`` states of this key on disk: edited prompts leave old ones behind.
+
+        A state still in use that goes is taken again by its role's next first call, and is then the newest.
+        """
+        try:
+            metas = sorted(self.folder.glob("*.json"), key=_mtime, reverse=True)  # type: ignore[union-attr]
+            for meta in metas[self.max_states:]:
+                meta.unlink(missing_ok=True)
+                meta.with_suffix(".state").unlink(missing_ok=True)
+        except OSError:
+            pass
 
     # -- the model ------------------------------------------------------------------
     def load(self, llama: Any) -> int:
@@ -220,13 +261,11 @@ class WarmPrefixes:
         start = time.perf_counter()
         found = self.read()
         for state in found:
-            try:
-                llama.load_state(llama_state(state, llama))  # a state this context refuses is not kept
-            except (RuntimeError, ValueError):
-                continue
-            self.states.setdefault(state.tokens, state)
+            # a state this context refuses would fail in the middle of a call: not kept
+            if len(state.tokens) < len(llama.input_ids) and state_fits(llama, state):
+                self.states.setdefault(state.tokens, state)
         if found:
-            llama.reset()  # nothing of the trial loads is reused as a prefix
+            llama.reset()  # nothing of the trial is reused as a prefix
         self.read_count = len(self.states)
         if getattr(llama, "cache", None) is not None:
             self.install(llama.cache, llama)
