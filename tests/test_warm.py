@@ -192,6 +192,28 @@ def test_the_boundary_is_the_last_block_inside_the_system_message_and_only_once(
     assert store.boundary(llama, prompt) == 0
 
 
+def test_only_a_prompt_files_instructions_are_kept(tmp_path):
+    # a system message that varies from call to call (a user's method, a served client) would fill the cache
+    class Recording(FakeLlama):
+        def create_chat_completion(self, **kwargs):
+            self.system = store._system
+            return {"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}], "usage": {}}
+
+    model = LlamaModel(tmp_path / "m.gguf", probe_cache=tmp_path)
+    store, llama = _store(tmp_path), Recording()
+    model._llama, model.warm = llama, store
+    decompose = _decompose("Who?")
+    model.chat_raw(decompose)
+    assert llama.system == decompose[0]["content"]
+    rag = render_messages("reagent_local.bench", "rag", question="Who?", passages="[1] x")  # a baseline method's
+    model.chat_raw(rag)
+    assert llama.system == rag[0]["content"]
+    model.chat_raw([{"role": "system", "content": "Today is Monday. " * 20}, {"role": "user", "content": "Who?"}])
+    assert llama.system is None
+    model.chat_raw([{"role": "user", "content": "Who?"}])
+    assert llama.system is None
+
+
 def test_states_on_disk_are_checked_against_the_context_and_put_into_the_prompt_cache(tmp_path, monkeypatch):
     from reagent_local.runtime.llm import _prompt_cache
 

@@ -382,8 +382,11 @@ class LlamaModel:
             recorder = _TokenRecorder()
             kwargs["logits_processor"] = [recorder]
             threads = self._take_share(llama)
-            if self.warm is not None:  # the call's fixed text: its state is taken on the way if not known yet
-                self.warm.expect(messages[0].get("content") if messages and messages[0].get("role") == "system" else None)
+            if self.warm is not None:  # a prompt file's instructions: their state is taken on the way if not known yet
+                from .prompts import is_fixed_text
+
+                system = messages[0].get("content") if messages and messages[0].get("role") == "system" else None
+                self.warm.expect(system if system and is_fixed_text(system) else None)
             start = time.perf_counter()
             try:
                 response = llama.create_chat_completion(**kwargs)

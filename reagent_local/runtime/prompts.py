@@ -18,6 +18,9 @@ from .llm import Message
 
 _SPLIT = "\n---user---\n"
 _PLACEHOLDER = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+# the project's prompt files: their system parts are the roles' fixed instructions that warm prefixes keep
+PROMPT_PACKAGES = ("reagent_local.agents", "reagent_local.bench")
+_FIXED: set[str] = set()  # the system part of every prompt file loaded in this process
 
 
 @lru_cache(maxsize=None)
@@ -27,7 +30,27 @@ def load_prompt(package: str, name: str) -> tuple[str, str]:
     if _SPLIT not in text:
         raise ValueError(f"prompt {package}/{name}.txt lacks the '---user---' separator line")
     system, user = text.split(_SPLIT, 1)
+    _FIXED.add(system.strip())
     return system.strip(), user.strip()
+
+
+@lru_cache(maxsize=None)
+def _load_packages() -> None:
+    for package in PROMPT_PACKAGES:
+        for entry in resources.files(package).joinpath("prompts").iterdir():
+            if entry.name.endswith(".txt"):
+                load_prompt(package, entry.name[: -len(".txt")])
+
+
+def is_fixed_text(text: str) -> bool:
+    """Whether ``text`` is the system part of a prompt file (the project's, or one loaded here): fixed by construction.
+
+    Warm role prefixes keep only these (runtime/warm.py): a system message that varies from call to call would
+    fill the cache with states nobody asks for again.
+    """
+    if text not in _FIXED:
+        _load_packages()  # a served model gets calls rendered in another process
+    return text in _FIXED
 
 
 def placeholders(template: str) -> set[str]:
