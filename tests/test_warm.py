@@ -214,6 +214,18 @@ def test_only_a_prompt_files_instructions_are_kept(tmp_path):
     assert llama.system is None
 
 
+def test_a_served_model_knows_the_project_prompt_files_it_did_not_render(monkeypatch):
+    from reagent_local.runtime import prompts
+
+    ircot = (prompts.PROMPT_FOLDERS[1] / "ircot.txt").read_text(encoding="utf-8").split("---user---")[0].strip()
+    monkeypatch.setattr(prompts, "_FIXED", set())  # nothing rendered in this process
+    prompts._read_project_prompts.cache_clear()
+    try:
+        assert prompts.is_fixed_text(ircot) and not prompts.is_fixed_text(ircot + " Today is Monday.")
+    finally:
+        prompts._read_project_prompts.cache_clear()
+
+
 def test_states_on_disk_are_checked_against_the_context_and_put_into_the_prompt_cache(tmp_path, monkeypatch):
     from reagent_local.runtime.llm import _prompt_cache
 

@@ -24,9 +24,9 @@ from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, Model
 from .contention import Sharing
 from .cores import CoreShare
 from .prefill import DEFAULT_BLOCK, PromptReuse, aligned_llama_class
+from .prompts import Message, is_fixed_text
 
 T = TypeVar("T", bound=BaseModel)
-Message = dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -383,8 +383,6 @@ class LlamaModel:
             kwargs["logits_processor"] = [recorder]
             threads = self._take_share(llama)
             if self.warm is not None:  # a prompt file's instructions: their state is taken on the way if not known yet
-                from .prompts import is_fixed_text
-
                 system = messages[0].get("content") if messages and messages[0].get("role") == "system" else None
                 self.warm.expect(system if system and is_fixed_text(system) else None)
             start = time.perf_counter()
