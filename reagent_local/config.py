@@ -72,6 +72,10 @@ class LLMConfig:
     # prompts are evaluated in aligned blocks of this many tokens, so an answer does not depend on the
     # prompts evaluated before it (reagent_local/runtime/prefill.py); 0: llama.cpp's own, history-dependent way
     prefill_block: int = 64
+    # keep the KV state of each role's fixed instructions in the home's cache (.cache/warm-prefixes/) and start
+    # every process and every benchmark question with them: same answers, a role's first call skips their prefill
+    # (reagent_local/runtime/warm.py); needs prompt_cache_mb and prefill_block above 0
+    warm_prefixes: bool = True
     # llama.cpp's extra buffer types (it repacks weights for special matrix units): auto | on | off.
     # auto: off on CPUs that report Intel AMX, where llama.cpp 0.3.36's AMX kernels segfault on
     # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (llama.cpp's default). See reagent_local/runtime/cpu.py.

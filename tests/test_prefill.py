@@ -84,7 +84,8 @@ def test_an_emptied_prompt_cache_starts_cold_and_answers_as_a_warm_one_and_a_fre
     expected = fresh.chat_raw(question, json_schema=schema, max_tokens=40)
     fresh.close()
 
-    model = LlamaModel(path, n_ctx=2048, prompt_cache_mb=64)
+    # without warm role prefixes (tests/test_warm.py): an emptied cache is then an empty one
+    model = LlamaModel(path, n_ctx=2048, prompt_cache_mb=64, warm_prefixes=False)
     try:
         cold = model.chat_raw(question, json_schema=schema, max_tokens=40)
         between = model.chat_raw(other, json_schema=schema, max_tokens=40)  # shares the instructions: a prefix is reused

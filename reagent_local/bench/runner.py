@@ -206,8 +206,9 @@ def _progress(console: Any) -> Any:
 def answer_one(method: Method, question: Question, llm: Any = None) -> dict[str, Any]:
     """The record of one built method answering one question (a model failure is an error record).
 
-    The question starts cold: ``llm``'s prompt cache and reusable prefix are emptied first
-    (``LlamaModel.forget_prompts``), so the seconds never include another method's cached prompts;
+    The question starts as in a fresh process: ``llm``'s prompt cache and reusable prefix are emptied first
+    (``LlamaModel.forget_prompts``), keeping only the warm role prefixes every method gets (runtime/warm.py),
+    so the seconds never include another method's cached prompts;
     ``cached_prompt_tokens`` counts the prompt tokens the question's own calls found in the cache.
     The seconds of the second run that finds the answer without backtracking are not the question's.
     The record's ``machine`` says whether they were measured on a shared machine (``runtime/contention.py``;
@@ -240,7 +241,7 @@ def answer_one(method: Method, question: Question, llm: Any = None) -> dict[str,
     # prompt tokens taken from the cache by this question's calls (the answer without backtracking's too);
     # None when the model does not say (a served or scripted model)
     record["cached_prompt_tokens"] = prompts.cached if prompts is not None and prompts.counted else None
-    # the question began with an empty prompt cache; False: a served model's cache, which this process cannot
+    # the question began with an emptied prompt cache (holding the warm role prefixes only); False: a served model's cache, which this process cannot
     # empty; None: a model without a prompt cache (a scripted one)
     served = getattr(sharing, "via", "local") == "server"
     record["cold_start"] = True if forget is not None else False if served else None

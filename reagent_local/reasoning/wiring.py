@@ -27,7 +27,7 @@ def load_llm(name_or_path: str, config: Config) -> LlamaModel:
     return LlamaModel(path, model_id=model_id, n_ctx=llm.n_ctx, n_threads=llm.n_threads,
                       n_gpu_layers=llm.n_gpu_layers, chat_format=llm.chat_format, seed=llm.seed,
                       temperature=llm.temperature, max_tokens=llm.max_tokens, prompt_cache_mb=llm.prompt_cache_mb,
-                      prefill_block=llm.prefill_block, extra_buffers=llm.extra_buffers,
+                      prefill_block=llm.prefill_block, extra_buffers=llm.extra_buffers, warm_prefixes=llm.warm_prefixes,
                       probe_cache=config.paths.cache)
 
 

@@ -24,9 +24,9 @@ from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, Model
 from .contention import Sharing
 from .cores import CoreShare
 from .prefill import DEFAULT_BLOCK, PromptReuse, aligned_llama_class
+from .prompts import Message, is_fixed_text
 
 T = TypeVar("T", bound=BaseModel)
-Message = dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -209,12 +209,17 @@ class LlamaModel:
     extra_buffers: str = "auto"
     # where load-probe verdicts are remembered (reagent_local/runtime/load_probe.py); None: the default home's cache
     probe_cache: Path | None = None
+    # keep each role's fixed instructions' KV state in that cache, and start every process and every emptied prompt
+    # cache with them (reagent_local/runtime/warm.py); needs prompt_cache_mb and prefill_block above 0
+    warm_prefixes: bool = True
     # how the last load was probed: which extra_buffers value it used and what the probe cost
     load_verdict: Any = field(default=None, init=False, repr=False)
     # what the calls saw of other model processes on this machine (reset by the benchmark per question)
     sharing: Sharing = field(default_factory=Sharing, init=False, repr=False)
     # prompt tokens the calls took from cache and evaluated (reset by the benchmark per question)
     prompts: PromptReuse = field(default_factory=PromptReuse, init=False, repr=False)
+    # the warm role prefixes of the loaded model (runtime/warm.py: WarmPrefixes); None when off or not loaded
+    warm: Any = field(default=None, init=False, repr=False)
     _llama: Any = field(default=None, init=False, repr=False)
     _cores: CoreShare | None = field(default=None, init=False, repr=False)
     _threads: int = field(default=0, init=False, repr=False)
@@ -249,12 +254,16 @@ class LlamaModel:
 
         prefer_passive_wait()  # before OpenMP starts: waiting threads sleep instead of spinning (runtime/openmp.py)
         from .load_probe import safe_extra_buffers
-        from ..paths import default_home
 
         self.load_verdict = safe_extra_buffers(self.path, self.extra_buffers, gpu_layers=self._gpu_layers(),
                                                threads=self.n_threads or physical_threads(),
-                                               cache_dir=self.probe_cache or default_home() / ".cache")
+                                               cache_dir=self._cache_dir())
         return self.load_verdict
+
+    def _cache_dir(self) -> Path:
+        from ..paths import default_home
+
+        return self.probe_cache or default_home() / ".cache"
 
     def load(self) -> Any:
         """Load the model now (normally done lazily by the first call)."""
@@ -296,22 +305,32 @@ class LlamaModel:
             )
         if self.prompt_cache_mb > 0:
             llama.set_cache(_prompt_cache(self.prompt_cache_mb << 20))
+            if self.warm_prefixes and self.prefill_block > 0:  # bit-identical reuse rests on aligned prefill
+                from .warm import open_warm_prefixes
+
+                self.warm = open_warm_prefixes(llama, self.path, self._cache_dir(), threads=threads,
+                                               block=self.prefill_block, gpu_layers=gpu_layers,
+                                               extra_buffers=self.load_verdict.extra_buffers)
+                llama.snapshots = self.warm
         self._cores = CoreShare(model=self.model_id, fixed_threads=self.n_threads)
         self._cores.register()
         self._llama, self._threads = llama, threads
         return llama
 
     def forget_prompts(self) -> None:
-        """Make the next call start cold, as in a fresh process: empty the RAM prompt cache and the context's prefix.
+        """Make the next call start as in a fresh process: the RAM prompt cache holds the warm role prefixes only.
 
         The benchmark does this before each method's question, so that a method's seconds never use the
-        prompt states another method left (within one method's question the cache works as in use).
+        prompt states another method left (within one method's question the cache works as in use); every
+        method starts with the same warm prefixes (runtime/warm.py), as a fresh process would.
         """
         with self._lock:
             if self._llama is None:
                 return
             if self._llama.cache is not None:
                 self._llama.set_cache(_prompt_cache(self.prompt_cache_mb << 20))
+                if self.warm is not None:
+                    self.warm.install(self._llama.cache, self._llama)
             self._llama.reset()  # no prefix of the last prompt is matched again; its KV cells are overwritten
 
     def close(self) -> None:
@@ -323,6 +342,7 @@ class LlamaModel:
             if self._cores is not None:
                 self._cores.unregister()
                 self._cores = None
+            self.warm = None
 
     def _take_share(self, llama: Any) -> int:
         """Mark this process busy and run the next call with its fair share of the cores (runtime/cores.py)."""
@@ -362,6 +382,9 @@ class LlamaModel:
             recorder = _TokenRecorder()
             kwargs["logits_processor"] = [recorder]
             threads = self._take_share(llama)
+            if self.warm is not None:  # a prompt file's instructions: their state is taken on the way if not known yet
+                system = messages[0].get("content") if messages and messages[0].get("role") == "system" else None
+                self.warm.expect(system if system and is_fixed_text(system) else None)
             start = time.perf_counter()
             try:
                 response = llama.create_chat_completion(**kwargs)
@@ -369,6 +392,8 @@ class LlamaModel:
                 if self._cores is not None:
                     self._cores.end()
             seconds = time.perf_counter() - start
+            if self.warm is not None:
+                self.warm.flush()  # a role's first state, written outside the call's seconds
             self.sharing.add(threads=threads, others=self._others, seconds=seconds)
             cached, evaluated = getattr(llama, "last_reused", None), getattr(llama, "last_evaluated", None)
             self.prompts.add(cached, evaluated)

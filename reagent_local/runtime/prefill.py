@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 DEFAULT_BLOCK = 64  # tokens; small enough that most of a role's fixed instructions stay reusable
 
@@ -67,6 +67,18 @@ class PromptReuse:
         return asdict(self)
 
 
+class Snapshots(Protocol):
+    """Who wants the state of a prompt's first tokens, taken on the way while the prompt is evaluated (runtime/warm.py)."""
+
+    def boundary(self, llama: Any, prompt: Sequence[int]) -> int:
+        """A block boundary of ``prompt`` whose state is wanted, or 0: asked once per prompt, before its evaluation."""
+        ...
+
+    def capture(self, llama: Any) -> None:
+        """Take the state now: exactly the first ``boundary`` tokens are evaluated, in aligned blocks."""
+        ...
+
+
 @lru_cache(maxsize=None)
 def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
     """A ``llama_cpp.Llama`` whose prompt evaluation is aligned to ``block`` tokens (see the module docstring)."""
@@ -79,11 +91,16 @@ def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
         # the last prompt's split: tokens kept from the cache (the context's own or a loaded state), tokens evaluated
         last_reused: int | None = None
         last_evaluated: int | None = None
+        # when set, the state at a block boundary it names is handed to it as the prompt's blocks pass there
+        snapshots: Snapshots | None = None
+        _snapshot_at = 0
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
             # the first eval of a generation is the prompt (or the part of it not matched in the cache)
             self._prompt_pending = True
             self.last_reused = self.last_evaluated = None
+            at = self.snapshots.boundary(self, tokens) if self.snapshots is not None else 0
+            self._snapshot_at = at if at % block == 0 else 0  # inside a block: not what a cold prefill computes
             return (yield from super().generate(tokens, *args, **kwargs))
 
         def eval(self, tokens: Sequence[int]) -> None:
@@ -97,6 +114,10 @@ def aligned_llama_class(block: int = DEFAULT_BLOCK) -> type:
             self.last_reused, self.last_evaluated = keep, len(tokens)
             for piece in aligned_blocks(keep, tokens, block):
                 super().eval(piece)
+                if self.n_tokens == self._snapshot_at and self.snapshots is not None:
+                    # only full aligned blocks so far: the state is what a cold prefill of this prefix gives
+                    self._stable = self.n_tokens
+                    self.snapshots.capture(self)
             self._stable = self.n_tokens // block * block
 
         def reset(self) -> None:

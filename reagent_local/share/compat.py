@@ -5,7 +5,7 @@ files (resolved), the index folder, the log file, and every setting of ``[llm]``
 ``[retrieval]`` that changes an answer. A server can take a question whose identity equals its
 own; the ``[pipeline]`` settings (backtracking, rules, budgets) travel with each question, since
 the server builds a pipeline per question around its one model and index. Settings that only
-change speed (``llm.n_threads``, ``llm.prompt_cache_mb``, ``llm.use_server``) are left out.
+change speed (``llm.n_threads``, ``llm.prompt_cache_mb``, ``llm.warm_prefixes``, ``llm.use_server``) are left out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..config import Config, PipelineConfig, apply_updates
 from ..errors import ReagentError
 from ..version import code_version
 
-SPEED_ONLY = {"llm": {"n_threads", "prompt_cache_mb", "use_server", "model"}, "retrieval": {"index"}}
+SPEED_ONLY = {"llm": {"n_threads", "prompt_cache_mb", "warm_prefixes", "use_server", "model"}, "retrieval": {"index"}}
 NOT_PER_QUESTION = {"role_models"}  # the server loads these once; compared in the identity instead
 
 
