@@ -135,7 +135,6 @@ class Retry:
 
     attempt: Attempt
     reasons: tuple[str, ...]
-    exclude: tuple[str, ...]  # passage ids never to show again (instructions)
     hints: tuple[str, ...]  # titles of the passages seen, for the new query
     keep: tuple[str, ...] = ()  # passage ids to read again beside new ones: an unsure answer's sources
     name = "retry"
@@ -311,12 +310,13 @@ class Verifier:
         # a doubt earns one retry: doubted a second time, the surest sound answer stands
         doubted = [a.check.sound and bool(a.check.doubts) for a in attempts]
         doubted_again = doubted[-1] and any(doubted[:-1])
-        if checked and (len(attempts) > retries or repeated or unsure and len(checked) > 1 or doubted_again):
+        # the last answer is sound (a failed one returned above), so ``checked`` holds it or surer ones, and it cites no
+        # passage that reads like instructions (that fails a check): nothing is excluded from the retry
+        if len(attempts) > retries or repeated or unsure and len(checked) > 1 or doubted_again:
             return Accept(max(checked, key=lambda a: a.confidence))  # the surest answer that passed its checks
-        exclude = tuple(p.id for p in last.candidate.cited if p.suspicious)
         # an answer that passed its checks but was unsure may be right: its passages are read again beside new ones
-        keep = tuple(p.id for p in last.candidate.cited if not p.suspicious) if unsure else ()
-        return Retry(last, reasons, exclude, tuple(p.title for p in last.evidence.passages[:3]), keep)
+        keep = tuple(p.id for p in last.candidate.cited) if unsure else ()
+        return Retry(last, reasons, tuple(p.title for p in last.evidence.passages[:3]), keep)
 
     @staticmethod
     def read(inbox: Sequence[Message]) -> "Inbox":
@@ -333,7 +333,7 @@ class Verifier:
         subjects = [*(a for a in built_on if not is_unknown(a)), *([named] if named else [])]
         return Rejection(step=step, answer=last.candidate.answer, reasons=retry.reasons, question=last.candidate.question,
                          query=last.query, tried=tuple(a.query for a in attempts), hints=retry.hints,
-                         exclude=retry.exclude, keep=retry.keep, subjects=tuple(dict.fromkeys(subjects)))
+                         keep=retry.keep, subjects=tuple(dict.fromkeys(subjects)))
 
 
 class Inbox(NamedTuple):
