@@ -64,6 +64,18 @@ def is_disk_full(exc: BaseException) -> bool:
             or (isinstance(exc, OSError) and exc.errno is None and " requested and " in text and " written" in text))
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file of this process: a reader (or another process writing the
+    same file) sees the old file or the whole new one. An OSError is raised, with no temporary file left behind."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_json_atomic(data: object, path: Path) -> None:
     """Write ``data`` as indented JSON through a temporary file, so a reader never sees half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)

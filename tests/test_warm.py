@@ -13,6 +13,7 @@ import pytest
 from conftest import pulled_model
 from reagent_local.agents import PROMPTS
 from reagent_local.agents.schemas import Decomposition, SubAnswer
+from reagent_local import paths as paths_module
 from reagent_local.runtime import warm as warm_module
 from reagent_local.runtime.cpu import CpuInfo
 from reagent_local.runtime.llm import LlamaModel
@@ -85,7 +86,7 @@ def test_a_write_that_fails_half_way_leaves_the_old_files_and_no_temporary_one(t
     def crash(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(warm_module.os, "replace", crash)
+    monkeypatch.setattr(paths_module.os, "replace", crash)  # the store writes through paths.write_bytes_atomic
     assert store.write(other) is False
     assert sorted(p.name for p in store.folder.iterdir()) == [f"{state.name}.json", f"{state.name}.state"]
     monkeypatch.undo()

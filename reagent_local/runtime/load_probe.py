@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 
 from .cpu import CpuInfo, extra_buffers_enabled, read_cpu
 from ..errors import NativeCrashError
+from ..paths import write_bytes_atomic
 
 VERDICT_VERSION = 1
 PROBE_TIMEOUT_S = 600.0  # a large model on a slow disk; a hang is inconclusive, not a verdict
@@ -162,9 +163,7 @@ def write_verdict(cache_dir: Path, verdict: LoadVerdict) -> None:
     path = _verdict_path(cache_dir, verdict.key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(verdict.to_json(), indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        write_bytes_atomic(path, json.dumps(verdict.to_json(), indent=1).encode("utf-8"))
     except OSError:
         pass
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..paths import write_bytes_atomic
 
 WARM_VERSION = 1
 FOLDER = "warm-prefixes"
@@ -152,17 +153,6 @@ def state_fits(llama: Any, warm: WarmState) -> bool:
     return int(llama_cpp.llama_state_set_data(llama.ctx, buffer, len(warm.state))) == len(warm.state)
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: readers see the old file or the whole new one."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
@@ -235,8 +225,8 @@ class WarmPrefixes:
                 "identity": self.identity}
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            _replace(self.folder / f"{state.name}.state", state.state)
-            _replace(self.folder / f"{state.name}.json", json.dumps(meta).encode("utf-8"))
+            write_bytes_atomic(self.folder / f"{state.name}.state", state.state)
+            write_bytes_atomic(self.folder / f"{state.name}.json", json.dumps(meta).encode("utf-8"))
         except OSError:
             return False
         self._prune()
