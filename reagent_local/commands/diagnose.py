@@ -188,6 +188,19 @@ def _probe(config: Config, model: Path, report: Report, reprobe: bool, threads: 
             "remembered": verdict.from_cache, "verdict": verdict.key, "attempts": attempts}
 
 
+def _warm(config: Config) -> dict:
+    """Whether role prefixes start warm (llm.warm_prefixes, which needs the prompt cache and aligned prefill), and
+    what the home's cache holds of them."""
+    from ..runtime.warm import FOLDER, stored_prefixes
+
+    llm = config.llm
+    off = ("llm.warm_prefixes is false" if not llm.warm_prefixes else
+           "llm.prompt_cache_mb is 0" if llm.prompt_cache_mb <= 0 else
+           "llm.prefill_block is 0" if llm.prefill_block <= 0 else "")
+    return {"on": not off, "off_because": off, "folder": str(config.paths.cache / FOLDER),
+            "stored": stored_prefixes(config.paths.cache)}
+
+
 def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Report:
     """Collect the facts and problems of this installation (probing the default model unless ``probe`` is False)."""
     from ..runtime.llm import physical_threads
@@ -215,6 +228,7 @@ def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Re
                               "model_processes": CoreShare(model="").snapshot(), "openmp_wait": wait_policy(),
                               "extra_buffers_setting": config.llm.extra_buffers, "extra_buffers": extra,
                               "gpu_layers": config.llm.n_gpu_layers if gpu else 0}
+    report.sections["warm"] = _warm(config)
     home = Path(config.paths.home)
     free = shutil.disk_usage(home if home.exists() else home.parent).free
     report.sections["home"] = {"path": str(home), "free_bytes": free, "writable": unwritable_reason(home) is None,

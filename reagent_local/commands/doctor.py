@@ -13,6 +13,22 @@ def _line(label: str, text: str) -> None:
     click.echo(f"{label:<14}{text}")
 
 
+def _warm_line(warm: dict) -> str:
+    """Whether role prefixes start warm, and what the cache holds (one store per model, build, CPU and threads)."""
+    if not warm["on"]:
+        return f"role prefixes start cold ({warm['off_because']})"
+    stored = warm["stored"]
+    if not stored:
+        return f"role prefixes kept in {warm['folder']}: none yet (each role's first call takes its own)"
+    states = sum(s["states"] for s in stored)
+    size = sum(s["bytes"] for s in stored) / 2**20
+    each = "; ".join(f"{s['model']}, {s['threads']} thread{'' if s['threads'] == 1 else 's'}"
+                     f"{', extra buffers off' if s['extra_buffers'] is False else ''}: {s['states']} states"
+                     for s in stored[:3])
+    more = f"; and {len(stored) - 3} more" if len(stored) > 3 else ""
+    return f"role prefixes kept in {warm['folder']}: {states} states, {size:.0f} MiB ({each}{more})"
+
+
 def _render(data: dict) -> None:
     py, pk, ll, cpu, llm, home = (data[k] for k in ("python", "packages", "llama_cpp", "cpu", "llm", "home"))
     _line("python", f"{py['version']} ({py['executable']}) on {py['platform']}")
@@ -29,6 +45,9 @@ def _render(data: dict) -> None:
         _line("cores", f"{'a fair share per call' if llm['threads_shared'] else 'fixed threads'}; "
               f"{shared['members']} model processes on this machine ({shared['active']} busy); "
               f"OpenMP waits: {llm['openmp_wait']}")
+    warm = data.get("warm")
+    if warm:
+        _line("warm", _warm_line(warm))
     _line("home", f"{home['path']} ({home['free_bytes'] / 2**30:.1f} GiB free"
           f"{'' if home['writable'] else ', NOT writable'})")
     folder = data.get("models_folder")

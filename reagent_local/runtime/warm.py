@@ -296,6 +296,33 @@ class WarmPrefixes:
         return sum(self.write(state) for state in pending)
 
 
+def stored_prefixes(cache_dir: Path) -> list[dict[str, Any]]:
+    """What the home's cache holds, one entry per key folder (newest first): the model file, threads, extra buffers,
+    how many states and their bytes. Read from the JSON beside each state; folders with no readable state are left
+    out. For ``reagent doctor``: nothing is loaded or checked against a model here."""
+    out = []
+    try:
+        folders = sorted((f for f in (Path(cache_dir) / FOLDER).iterdir() if f.is_dir()), key=_mtime, reverse=True)
+    except OSError:
+        return []
+    for folder in folders:
+        identity: dict[str, Any] = {}
+        states, size = 0, 0
+        for meta in folder.glob("*.json"):
+            try:
+                data = json.loads(meta.read_text(encoding="utf-8"))
+                size += meta.with_suffix(".state").stat().st_size
+            except (OSError, ValueError):
+                continue
+            states += 1
+            identity = data.get("identity") or identity
+        if states:
+            out.append({"key": folder.name, "model": Path(str(identity.get("model", "?"))).name,
+                        "threads": identity.get("threads"), "extra_buffers": identity.get("extra_buffers"),
+                        "cpu": identity.get("cpu"), "states": states, "bytes": size})
+    return out
+
+
 def open_warm_prefixes(llama: Any, model: Path, cache_dir: Path | None, *, threads: int, block: int,
                        extra_buffers: bool | None, gpu_layers: int) -> WarmPrefixes:
     """The warm prefixes of a just-loaded model, read from ``cache_dir`` and put into its prompt cache."""
