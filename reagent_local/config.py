@@ -114,8 +114,8 @@ BACKTRACKING: dict[str, tuple[bool, bool]] = {
 # The question-shape rules on by default (docs/benchmarks.md, "Ablations", dev questions at 5e32365). Alone,
 # only compare-options and chain-last-step cost F1 beyond their interval when switched off; switching off all
 # the others together cost .041 F1 [+.011, +.073] (13 answers fixed by them, 2 broken), so the group stays,
-# less the rules whose own removal cost nothing or helped, and those that never acted.
-# ``rules = ["all"]`` switches every registered rule on again.
+# less the rules whose own removal cost nothing or helped, and those that never acted: those 8 were removed
+# with their code on 2026-12-07 (rules.REMOVED_RULES). ``rules = ["all"]`` is every rule that remains.
 DEFAULT_RULES: tuple[str, ...] = ("either-or-steps", "single-step-verbatim", "split-the-question", "anchor-each-step",
                                   "not-in-question", "off-subject", "chain-last-step", "both-yes", "compare-options",
                                   "option-grammar", "either-or-trust")
@@ -155,7 +155,7 @@ class PipelineConfig:
     options_trust: float = 0.3  # an either-or chain whose facts are all at least this sure is not in doubt
     roads_margin: float = 0.3  # when both roads are in doubt, a confidence lead that settles them
     role_models: Mapping[str, str] = field(default_factory=dict)  # role -> model, optional
-    # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off
+    # question-shape rules (reagent_local.rules): "all", names, "-name" to switch one off (a removed one: dropped)
     rules: tuple[str, ...] = DEFAULT_RULES
     signals_off: tuple[str, ...] = ()  # only names of REMOVED_SIGNALS, accepted and dropped: nothing left to silence
     trust_file: Path | None = None  # a trust model fitted by `reagent bench fit-trust --out`; None: the package's
@@ -249,7 +249,9 @@ def _coerce(section: str, name: str, target: dataclasses.Field, value: Any) -> A
         raise ConfigError(f"invalid value {value!r} for {where}: {exc}", hint=f"expected {type_name}") from None
     if (section, name) == ("pipeline", "rules"):
         from .rules import resolve  # a wrong rule name is a config error, not a crash later
+        from .rules.registry import without_removed
 
+        out = without_removed(out)  # a removed rule switched off is dropped, switched on refused
         resolve(out)
     if (section, name) == ("pipeline", "signals_off"):
         out = _check_signals(out)

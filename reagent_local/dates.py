@@ -15,8 +15,6 @@ _FULL_MONTHS = {m.lower(): i for i, m in enumerate(MONTHS, 1)}
 MONTH_INDEX: dict[str, int] = _FULL_MONTHS | {m[:3].lower(): i for i, m in enumerate(MONTHS, 1)} | {"sept": 9}
 
 YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")  # a year of the last millennium or this one, in running text
-DATE_WORDS = re.compile(
-    rf"\b({'|'.join(MONTH_INDEX)})\b|\b\d+(st|nd|rd|th|s)?\b|\b(ad|bc|bce|ce|c|circa)\b", re.IGNORECASE)
 
 _ISO_IN_TEXT = re.compile(r"\b(1\d{3}|20\d{2})-(\d{1,2})-(\d{1,2})\b")
 _DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
@@ -68,14 +66,6 @@ def date_key(answer: str) -> tuple[int, int, int] | None:
     rest = answer[: year.start()] + " " + answer[year.end():]
     day = next((int(d) for d in _DAY.findall(rest) if 1 <= int(d) <= 31), 0) if month else 0
     return int(year.group(1)), month, day
-
-
-def is_date_or_number(answer: str) -> bool:
-    """Only digits, month names and era words ("1 October 1895", "1890s", "c. 300 BC")."""
-    if not any(ch.isdigit() for ch in answer):
-        return False
-    rest = DATE_WORDS.sub(" ", answer)
-    return not re.search(r"[^\W\d_]", rest)
 
 
 def numbers_in(text: str) -> list[float]:

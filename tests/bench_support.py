@@ -187,8 +187,8 @@ def run_exact(data: Path, out: Path, methods: list[str]) -> list[dict]:
 
 
 # Ablations (test_bench_ablate.py): nine questions, each part acting on some of them only.
-# "founder" questions: the model's first plan drops the company's name, the rule keep-named-parts sends it back
-# and the second plan is right (without the rule: no answer); "born" questions: the right answer comes unsure,
+# "founder" questions: the model's first plan has a second step that names nothing and uses no earlier answer, the
+# rule anchor-each-step sends it back and the second plan is right (without the rule: no answer); "born" questions: the right answer comes unsure,
 # the low-confidence retry reads another passage and is sure of a wrong one (min_confidence breaks them);
 # the "capital" question: nothing fires; the "city" question: two steps the model assembles, so the chain is in
 # doubt and the whole question is read too (the roads agree: no signal fires).
@@ -231,9 +231,9 @@ def _plans(messages: list[Message], schema: type[BaseModel]) -> dict:
     if "Osterland" in question:
         return {"subquestions": ["What is the capital of Osterland?", "Which river flows through Osterland?"]}
     if firm := re.search(r"founder of the (\w+) Company", question):
-        first = "It left out" not in text  # the rule sent the first plan back
-        who = "Who founded the company?" if first else f"Who founded the {firm.group(1)} Company?"
-        return {"subquestions": [who, "When was #1 born?"]}
+        first = "What failed:" not in text  # the rule sent the first plan back
+        return {"subquestions": [f"Who founded the {firm.group(1)} Company?",
+                                 "When was the founder born?" if first else "When was #1 born?"]}
     return {"subquestions": [question]}
 
 
@@ -259,7 +259,7 @@ def ablation_model(flaky: bool = False) -> ScriptedLLM:
     llm.add_rule(answer_citing("Lund", "Osterland"), schema="SubAnswer", contains="capital of Osterland?", confidence=0.95)
     llm.add_rule(answer_citing("Mur", "Osterland"), schema="SubAnswer", contains="river flows", confidence=0.95)
     llm.add_rule({"answer": "Lund"}, schema="FinalAnswer", contains="Osterland")
-    # whatever else is asked (a plan that lost the company's name, the whole question read): nothing found
+    # whatever else is asked (a step that names nothing, the whole question read): nothing found
     llm.add_rule({"answer": "unknown", "passages": [], "subject": "", "relation": "other"}, schema="SubAnswer")
     llm.add_rule({"query": "company founder"}, schema="Reformulation")
     llm.add_rule({"answer": "unknown"}, schema="FinalAnswer")

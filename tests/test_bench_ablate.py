@@ -1,7 +1,7 @@
 """`bench ablate`: only the questions where a part acted are answered again, the rest are carried over exactly.
 
 The scripted scenario (bench_support: ablation_*) answers through the real pipeline: on the four
-"founder" questions the rule keep-named-parts sends a plan back and makes them right, on the four
+"founder" questions the rule anchor-each-step sends a plan back and makes them right, on the four
 "born" questions the low-confidence retry breaks a right answer, on "w0" the whole question is read
 (no signal fires), on "c0" nothing acts. Every ablation is also run in full over all ten questions,
 so the carried-over answers are checked against what the ablation really gives.
@@ -38,7 +38,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("ablate")
     data = write_ablation_dataset(folder / "scenario.json")
     full = {
-        "rule": run_ablation_baseline(data, folder / "full-rule", ["reagent-both-no-keep-named-parts"]),
+        "rule": run_ablation_baseline(data, folder / "full-rule", ["reagent-both-no-anchor-each-step"]),
         "confidence": run_ablation_baseline(data, folder / "full-confidence",
                                             config=ablation_config(**{"pipeline.min_confidence": 0})),
         "roads": run_ablation_baseline(data, folder / "full-roads", config=ablation_config(**{"pipeline.two_roads": False})),
@@ -71,12 +71,12 @@ def assert_exact(result: dict, full: dict[str, dict]) -> None:
 
 def test_a_rule_is_ablated_where_it_fired_and_the_rest_is_carried_over(scenario: dict, tmp_path: Path) -> None:
     llm = ablation_model()
-    (result,) = ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", llm=llm)
+    (result,) = ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out", llm=llm)
     (row,) = result["datasets"]
-    assert result["ablated_method"] == "reagent-both-no-keep-named-parts" and row["affected"] == FOUNDER_IDS
+    assert result["ablated_method"] == "reagent-both-no-anchor-each-step" and row["affected"] == FOUNDER_IDS
     assert (row["reran"], row["carried_over"], result["reran_all"]) == (4, 6, False)
     rerun = Path(row["rerun_folder"])
-    assert rerun == tmp_path / "out" / "rule-keep-named-parts" / "base"
+    assert rerun == tmp_path / "out" / "rule-anchor-each-step" / "base"
     assert [r["id"] for r in read_records(rerun / RECORDS_FILE)] == FOUNDER_IDS
     assert json.loads((rerun / "config.json").read_text())["question_ids"] == FOUNDER_IDS
     # the model was asked about the founder questions only
@@ -96,11 +96,12 @@ def test_a_rule_is_ablated_where_it_fired_and_the_rest_is_carried_over(scenario:
     assert result["pooled"]["verdict"] == "pays" and result["exact"] is None
     cost = result["pooled"]["cost"]
     assert cost["baseline"]["calls"] == sum(r["llm_calls"] for r in scenario["records"].values())
-    # without the rule the plan's first step finds nothing and stands (a failed check is not retried), the step built
-    # on it is skipped and the whole question is read: a call fewer than the plan the rule sent back
-    assert cost["ablated"]["calls"] == cost["baseline"]["calls"] + 4 * (3 - 4)
+    # without the rule the first plan stands: its second step, searched on its own words, finds nothing (a failed
+    # check is not retried), the model assembles the two unlinked steps (no answer) and the whole question is read
+    # (none): a call more than the plan the rule sent back
+    assert cost["ablated"]["calls"] == cost["baseline"]["calls"] + 4 * (5 - 4)
     text = (tmp_path / "out" / "ablation.md").read_text()
-    assert "| `rule:keep-named-parts` | base | 10 | 4 | +.400 [" in text and "| **pays** | not checked |" in text
+    assert "| `rule:anchor-each-step` | base | 10 | 4 | +.400 [" in text and "| **pays** | not checked |" in text
 
 
 def test_settings_are_ablated_where_the_table_says_they_acted(scenario: dict, tmp_path: Path) -> None:
@@ -149,7 +150,7 @@ def test_check_reports_a_model_that_is_not_deterministic(scenario: dict, tmp_pat
                                                          capsys: pytest.CaptureFixture) -> None:
     flaky = ablation_model(flaky=True)  # the capital question's answer changes every time it is asked
     run_ablation_baseline(scenario["data"], tmp_path / "base", llm=flaky)
-    results = ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", llm=flaky, baselines=[tmp_path / "base"],
+    results = ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out", llm=flaky, baselines=[tmp_path / "base"],
                      check=6)
     (result,) = results
     check = result["datasets"][0]["check"]
@@ -171,18 +172,18 @@ def test_pooled_over_several_baselines(scenario: dict, tmp_path: Path) -> None:
     first, second = ["f0", "f1", "c0", "b0", "b1"], ["f2", "f3", "w0", "b2", "b3"]
     for name, ids in (("part-a", first), ("part-b", second)):
         run_ablation_baseline(scenario["data"], tmp_path / name, ids=ids)
-    (pooled,) = ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out",
+    (pooled,) = ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out",
                        baselines=[tmp_path / "part-a", tmp_path / "part-b"])
-    (single,) = ablate(scenario, ["rule:keep-named-parts"], tmp_path / "single")
+    (single,) = ablate(scenario, ["rule:anchor-each-step"], tmp_path / "single")
     assert [(r["label"], r["affected"]) for r in pooled["datasets"]] == [("part-a", ["f0", "f1"]), ("part-b", ["f2", "f3"])]
-    assert (tmp_path / "out" / "rule-keep-named-parts" / "part-b" / RECORDS_FILE).exists()
+    assert (tmp_path / "out" / "rule-anchor-each-step" / "part-b" / RECORDS_FILE).exists()
     assert pooled["pooled"]["affected"] == 4 and pooled["pooled"]["questions"] == 10
     for key in ("f1_diff", "em_diff", "won", "lost", "tied", "fixed", "broken", "p_value"):
         a, b = pooled["pooled"]["stats"][key], single["pooled"]["stats"][key]
         assert (sorted(a) if isinstance(a, list) else a) == (sorted(b) if isinstance(b, list) else b), key
     assert pooled["datasets"][0]["stats"]["fixed"] == ["f0", "f1"]
     text = (tmp_path / "out" / "ablation.md").read_text()
-    assert "| `rule:keep-named-parts` | part-a | 5 | 2 |" in text and "|  | pooled | 10 | 4 |" in text
+    assert "| `rule:anchor-each-step` | part-a | 5 | 2 |" in text and "|  | pooled | 10 | 4 |" in text
 
 
 def rewrite(folder: Path, change) -> None:
@@ -195,7 +196,7 @@ def rewrite(folder: Path, change) -> None:
 def test_refusals(scenario: dict, tmp_path: Path) -> None:
     base = tmp_path / "base"
     shutil.copytree(scenario["base"], base)
-    run = lambda **kw: ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", baselines=[base], **kw)  # noqa: E731
+    run = lambda **kw: ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out", baselines=[base], **kw)  # noqa: E731
     rewrite(base, lambda n, r: r.update(code="0.1.0+gdeadbee") if n == 0 else None)
     with pytest.raises(BenchRunError, match="mixes records of commits"):
         run()
@@ -240,12 +241,12 @@ def test_a_baseline_stopped_early_is_ablated_on_what_it_answered_when_asked(scen
 def test_baselines_of_two_configurations_are_refused(scenario: dict, tmp_path: Path) -> None:
     run_ablation_baseline(scenario["data"], tmp_path / "other", config=ablation_config(**{"retrieval.top_k": 2}))
     with pytest.raises(BenchRunError, match="the baselines ran in 2 configurations"):
-        ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", baselines=[scenario["base"], tmp_path / "other"])
+        ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out", baselines=[scenario["base"], tmp_path / "other"])
 
 
 @pytest.mark.parametrize(("spec", "error"), [
-    ("keep-named-parts", "cannot read --what"),
-    ("rules:keep-named-parts", "cannot read --what"),
+    ("anchor-each-step", "cannot read --what"),
+    ("rules:anchor-each-step", "cannot read --what"),
     ("setting:pipeline.two_roads", "a setting is SECTION.FIELD=VALUE"),
     ("setting:pipeline.backtracking=none", "use method:reagent-MODE"),
     ("setting:paths.home=/tmp", "cannot be ablated"),
@@ -253,6 +254,8 @@ def test_baselines_of_two_configurations_are_refused(scenario: dict, tmp_path: P
     ("setting:pipeline.min_confidence=high", "invalid value 'high'"),
     ("setting:pipeline.two_roads=true", "already ran with pipeline.two_roads = True"),
     ("rule:no-such-rule", "no rule named 'no-such-rule'"),
+    ("rule:option-snap", "the rule option-snap was removed on 2026-12-07"),  # every method runs without it
+    ("method:reagent-local-no-same-x", "the rule same-x was removed on 2026-12-07"),
     ("signal:low-confidence", "has its own switch"),
     ("signal:no-such-signal", "no signal named 'no-such-signal'"),
     ("signal:plan-failed", "no signal named 'plan-failed'"),
@@ -271,17 +274,19 @@ def test_specs_that_cannot_be_ablated(scenario: dict, tmp_path: Path, spec: str,
 
 def test_a_rule_the_baseline_did_not_use_is_refused(scenario: dict, tmp_path: Path) -> None:
     base = tmp_path / "base"
-    run_ablation_baseline(scenario["data"], base, ["reagent-both-no-keep-named-parts"])
+    run_ablation_baseline(scenario["data"], base, ["reagent-both-no-anchor-each-step"])
     with pytest.raises(BenchRunError, match="the rule is already off in the baseline"):
-        ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", baselines=[base],
-               method="reagent-both-no-keep-named-parts")
+        ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out", baselines=[base],
+               method="reagent-both-no-anchor-each-step")
 
 
 def test_what_shows_a_part_acted() -> None:
     quiet = Trace(frozenset(), frozenset(), frozenset(), frozenset({"two-roads"}), False, False)
     assert not acted(marks(signals=["low-confidence"]), quiet)
     assert acted(marks(signals=["low-confidence"]), Trace(frozenset({"low-confidence"}), frozenset(), frozenset()))
-    assert acted(marks(rules=["same-x"]), Trace(frozenset(), frozenset({"same-x"}), frozenset()))
+    assert acted(marks(rules=["both-yes"]), Trace(frozenset(), frozenset({"both-yes"}), frozenset()))
+    # a record of a run before a rule was removed (rules.REMOVED_RULES) may name it: it reads, and marks nothing else
+    assert not acted(marks(rules=["both-yes"]), Trace(frozenset(), frozenset({"same-x"}), frozenset()))
     assert acted(marks(backtracks=["global"]), Trace(frozenset(), frozenset(), frozenset({"global"})))
     assert acted(marks(checked=["two-roads"]), quiet) and not acted(marks(whole_read=True, escalated=True), quiet)
     # a mark only the event log shows, for a question the log does not hold: answered again
@@ -299,8 +304,8 @@ def test_a_method_that_switches_backtracking_on_reruns_everything() -> None:
     config = load_config(env={})
     assert resolve_spec(parse_spec("method:reagent-both"), "reagent-local", config).marks is None
     assert resolve_spec(parse_spec("method:rag"), "reagent-both", config).marks is None
-    off = resolve_spec(parse_spec("method:reagent-none"), "reagent-both-no-same-x", config)
-    assert off.method == "reagent-none-no-same-x" and off.marks is not None
+    off = resolve_spec(parse_spec("method:reagent-none"), "reagent-both-no-both-yes", config)
+    assert off.method == "reagent-none-no-both-yes" and off.marks is not None
     assert "low-confidence" in off.marks.signals and off.marks.backtracks == {"local", "global"}
     assert off.marks.whole_read
     assert parse_spec("setting:pipeline.min_confidence=0").slug == "setting-pipeline.min_confidence-0"
@@ -320,22 +325,26 @@ def test_verdicts_and_pure_parts() -> None:
 
 def test_cli_prints_each_ablation_and_the_summary(scenario: dict, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture) -> None:
-    # same-x fired nowhere: no question is answered again and no model is loaded
+    # both-yes fired nowhere: no question is answered again and no model is loaded
     out = tmp_path / "out"
-    main(["bench", "ablate", str(scenario["base"]), "--what", "rule:same-x", "--out", str(out)])
+    main(["bench", "ablate", str(scenario["base"]), "--what", "rule:both-yes", "--out", str(out)])
     captured = capsys.readouterr()
-    assert "## rule:same-x" in captured.out and "# Ablations" in captured.out
-    assert "| `rule:same-x` | base | 10 | 0 | +.000 [+.000, +.000] |" in captured.out
+    assert "## rule:both-yes" in captured.out and "# Ablations" in captured.out
+    assert "| `rule:both-yes` | base | 10 | 0 | +.000 [+.000, +.000] |" in captured.out
     assert "0 of 10 questions to answer again" in captured.err and (out / "ablation.md").exists()
-    assert not (out / "rule-same-x" / "base").exists()
-    main(["bench", "ablate", str(scenario["base"]), "--what", "rule:same-x", "--out", str(out), "--json"])
+    assert not (out / "rule-both-yes" / "base").exists()
+    main(["bench", "ablate", str(scenario["base"]), "--what", "rule:both-yes", "--out", str(out), "--json"])
     (line,) = capsys.readouterr().out.strip().splitlines()
     assert json.loads(line)["pooled"]["verdict"] == "not shown"
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "ablate", str(scenario["base"]), "--what", "rule:nope", "--out", str(out)])
     assert exit_info.value.code == 1 and "no rule named 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # a rule removed with its code: when and why, no traceback
+        main(["bench", "ablate", str(scenario["base"]), "--what", "rule:same-x", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "the rule same-x was removed on 2026-12-07" in err and "Traceback" not in err
     with pytest.raises(SystemExit) as exit_info:  # a Ray option without --ray
-        main(["bench", "ablate", str(scenario["base"]), "--what", "rule:same-x", "--ray-workers", "2"])
+        main(["bench", "ablate", str(scenario["base"]), "--what", "rule:both-yes", "--ray-workers", "2"])
     assert exit_info.value.code == 2 and "--ray-workers only applies with --ray" in capsys.readouterr().err
 
 
@@ -348,10 +357,10 @@ def test_rule_each_plans_one_ablation_per_rule_the_baseline_used(scenario: dict,
     specs = [step.ablation.spec.text for step in plan.steps]
     assert specs == [f"rule:{name}" for name in RULES] + ["setting:pipeline.two_roads=false"]
     affected = {step.ablation.spec.name: step.parts[0].affected for step in plan.steps}
-    assert affected["keep-named-parts"] == FOUNDER_IDS and affected["same-x"] == []
+    assert affected["anchor-each-step"] == FOUNDER_IDS and affected["both-yes"] == []
     assert affected["chain-last-step"] == [q for q in ALL_IDS if q != "w0"]
-    with pytest.raises(BenchRunError, match="an ablation is asked twice \\(rule-same-x\\)"):
-        plan_ablations([scenario["base"]], ["rule:each", "rule:same-x"], method="reagent-both", check=0, out=tmp_path,
+    with pytest.raises(BenchRunError, match="an ablation is asked twice \\(rule-both-yes\\)"):
+        plan_ablations([scenario["base"]], ["rule:each", "rule:both-yes"], method="reagent-both", check=0, out=tmp_path,
                        allow_mixed=False)
 
 
@@ -359,7 +368,7 @@ def test_reruns_on_another_machine_than_the_baselines_are_refused_unless_allowed
                                                                                  tmp_path: Path) -> None:
     base = tmp_path / "base"
     shutil.copytree(scenario["base"], base)
-    run = lambda **kw: ablate(scenario, ["rule:keep-named-parts"], tmp_path / "out", baselines=[base], **kw)  # noqa: E731
+    run = lambda **kw: ablate(scenario, ["rule:anchor-each-step"], tmp_path / "out", baselines=[base], **kw)  # noqa: E731
     rewrite(base, lambda n, r: r.update(machine_id="0ther0machine"))
     with pytest.raises(BenchRunError, match="this ablation would pair records of different machines "
                                             "[(]baseline on 0ther0machine; reruns on ") as info:

@@ -220,25 +220,32 @@ def test_a_reagent_method_can_be_named_without_some_rules(fake_pipeline: type[Fa
     from reagent_local.errors import BenchRunError
     from reagent_local.rules import RuleSet
 
-    assert check_methods(["rag", "reagent-both-no-same-x-no-compare-options"]) == [
-        "rag", "reagent-both-no-same-x-no-compare-options"]
+    assert check_methods(["rag", "reagent-both-no-both-yes-no-compare-options"]) == [
+        "rag", "reagent-both-no-both-yes-no-compare-options"]
     with pytest.raises(BenchRunError, match="unknown rule.*same-y"):
         check_methods(["reagent-both-no-same-y"])
-    # a rule whose own name holds "-no-" is one rule, not two unknown ones
     from reagent_local.bench.registry import ablation
-    assert ablation("reagent-both-no-yes-no-answer-no-same-x") == ("reagent-both", ("yes-no-answer", "same-x"))
-    assert ablation("reagent-none-no-yes-no-answer") == ("reagent-none", ("yes-no-answer",))
-    assert ablation("reagent-both") is None and ablation("rag-no-same-x") is None
+    assert ablation("reagent-both-no-both-yes-no-compare-options") == ("reagent-both", ("both-yes", "compare-options"))
+    assert ablation("reagent-none-no-off-subject") == ("reagent-none", ("off-subject",))
+    assert ablation("reagent-both") is None and ablation("rag-no-both-yes") is None
     with pytest.raises(BenchRunError, match="unknown rule.*yes': yes"):
         ablation("reagent-both-no-yes")
     with pytest.raises(BenchRunError, match="unknown method"):
-        check_methods(["rag-no-same-x"])
-    assert ablated(["rag", "reagent-both"], ["same-x", "both-yes"]) == [
-        "rag", "reagent-both", "reagent-both-no-same-x", "reagent-both-no-both-yes"]
+        check_methods(["rag-no-both-yes"])
+    # a removed rule is refused with when and why it went; a name holding "-no-" is still read as one rule
+    with pytest.raises(BenchRunError, match="method 'reagent-both-no-both-yes-no-yes-no-answer': the rule yes-no-answer "
+                                            "was removed on 2026-12-07"):
+        ablation("reagent-both-no-both-yes-no-yes-no-answer")
+    with pytest.raises(BenchRunError, match=r"the rule same-x was removed on 2026-12-07.*\(docs/changelog.md\)"):
+        check_methods(["reagent-none-no-same-x"])
+    with pytest.raises(BenchRunError, match="--ablate option-snap: the rule option-snap was removed"):
+        ablated(["reagent-both"], ["option-snap"])
+    assert ablated(["rag", "reagent-both"], ["compare-options", "both-yes"]) == [
+        "rag", "reagent-both", "reagent-both-no-compare-options", "reagent-both-no-both-yes"]
     ctx = make_ctx(ScriptedLLM())
     ctx.log_path = tmp_path / "events.duckdb"
-    method = build_method("reagent-local-no-same-x", ctx)
-    assert method.name == "reagent-local-no-same-x"
+    method = build_method("reagent-local-no-both-yes", ctx)
+    assert method.name == "reagent-local-no-both-yes"
     config, twin = fake_pipeline.made[-2].config, fake_pipeline.made[-1].config
-    assert config.pipeline.backtracking == "local" and not RuleSet(config.pipeline.rules).on("same-x")
+    assert config.pipeline.backtracking == "local" and not RuleSet(config.pipeline.rules).on("both-yes")
     assert twin.pipeline.backtracking == "none" and twin.pipeline.rules == config.pipeline.rules  # the same rules

@@ -253,7 +253,7 @@ def test_an_ablation_on_ray_answers_as_one_process_does(local_ray, tmp_path):
     bench_support.run_ablation_baseline(data, tmp_path / "base")
 
     def ablate(out: Path, **options) -> dict:
-        (result,) = run_ablations([tmp_path / "base"], ["rule:keep-named-parts"], out=out, resamples=500,
+        (result,) = run_ablations([tmp_path / "base"], ["rule:anchor-each-step"], out=out, resamples=500,
                                   llm=bench_support.ablation_model(),
                                   retriever=lambda folder: bench_support.ablation_index(data), **options)
         return result

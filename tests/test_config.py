@@ -176,6 +176,38 @@ def test_an_old_runs_signals_off_rebuilds_when_it_silenced_the_removed_signals_a
     assert rebuild_config(today).pipeline == Config().pipeline
 
 
+def test_an_old_runs_rules_rebuild_when_they_left_the_removed_rules_off_and_are_refused_when_they_ran():
+    from dataclasses import asdict
+
+    from reagent_local.bench.ablate_baseline import rebuild_config
+    from reagent_local.config import DEFAULT_RULES, Config
+    from reagent_local.errors import BenchRunError
+    from reagent_local.rules import REMOVED_RULES
+
+    today = asdict(Config())  # the default rules name none of the removed ones
+    assert rebuild_config(today).pipeline == Config().pipeline
+    today["pipeline"]["rules"] = ["all", "-same-x", "-keep-named-parts"]  # switched off: dropped
+    assert rebuild_config(today).pipeline.rules == ("all",)
+    today["pipeline"]["rules"] = ["all"]  # written since the removals: every rule that remains
+    assert rebuild_config(today).pipeline.rules == ("all",)
+    today["pipeline"]["rules"] = ["none", "chain-last-step", "+same-x"]  # named on: it ran, whenever it was written
+    with pytest.raises(BenchRunError, match=r"ran with the rule\(s\) same-x on: removed on 2026-12-07") as refused:
+        rebuild_config(today)
+    assert "run the baseline at this commit" in refused.value.hint
+    before = asdict(Config())  # written before the removals (read_trusted_chains says so): "all" took them in
+    before["pipeline"].update(read_trusted_chains=False, signals_off=["check-failed"], rules=["all", "-same-x"])
+    with pytest.raises(BenchRunError, match=r"ran with the rule\(s\) keep-named-parts, yes-no-answer, number-answer, "
+                                            r"place-or-name-answer, option-answer, option-match, option-snap on"):
+        rebuild_config(before)
+    before["pipeline"]["rules"] = list(DEFAULT_RULES)  # every run in docs/results since 5e32365
+    assert rebuild_config(before).pipeline == Config().pipeline
+    before["pipeline"]["rules"] = ["all", *(f"-{name}" for name in REMOVED_RULES)]  # all of them switched off
+    assert rebuild_config(before).pipeline.rules == ("all",)
+    del before["pipeline"]["rules"]  # before the rules were switchable: every one ran
+    with pytest.raises(BenchRunError, match=r"ran with the rule\(s\) keep-named-parts, .*, option-snap on"):
+        rebuild_config(before)
+
+
 def test_reagent_models_points_every_home_at_one_models_folder(tmp_path):
     from reagent_local.config import models_origin
 

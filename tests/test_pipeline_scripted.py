@@ -402,16 +402,17 @@ def test_the_fallback_can_be_switched_off(index, log):
     assert not [e for e in log.events(answer.run_id) if e.type == "fallback_answer"]
 
 
-def test_an_answer_of_the_wrong_type_stands_only_uncertain_and_is_not_retried(index, log):
+def test_an_answer_that_fails_a_check_stands_only_uncertain_and_is_not_retried(index, log):
+    question = "Who is the mother of Mara Lind?"
     llm = ScriptedLLM()
-    llm.add_rule({"subquestions": ["Where was Mara Lind born?"]}, schema="Decomposition")
-    llm.add_rule({"answer": "1961", "passages": [2], "subject": "Mara Lind", "relation": "birth_place"},
+    llm.add_rule({"subquestions": [question]}, schema="Decomposition")
+    llm.add_rule({"answer": "Mara Lind", "passages": [1], "subject": "Mara Lind", "relation": "other"},
                  schema="SubAnswer")
-    answer = pipeline(llm, index, log, answer_fallback=False).ask("Where was Mara Lind born?")
-    assert answer.answer == "1961" and answer.uncertain and answer.subquestions[0].uncertain
+    answer = pipeline(llm, index, log, answer_fallback=False).ask(question)
+    assert answer.answer == "Mara Lind" and answer.uncertain and answer.subquestions[0].uncertain
     assert len(llm.requests_for("SubAnswer")) == 1 and llm.requests_for("Reformulation") == []
     decision = next(e.payload for e in log.events(answer.run_id) if e.type == "decision")
-    assert decision["reasons"][0].startswith("the question asks for a place")
+    assert decision["reasons"][0] == "the answer 'Mara Lind' is a name the question itself gives"
 
 
 def test_independent_steps_meet_in_one_round_and_the_channel_escalates_their_conflict(log):

@@ -117,7 +117,7 @@ def test_identity_holds_what_changes_an_answer_and_names_the_difference(config):
 
 
 def test_a_question_carries_its_pipeline_settings_and_bad_ones_are_refused(config):
-    wanted = replace(config, pipeline=replace(config.pipeline, backtracking="local", rules=("all", "-same-x")))
+    wanted = replace(config, pipeline=replace(config.pipeline, backtracking="local", rules=("all", "-both-yes")))
     settings = compat.question_settings(wanted)
     assert "role_models" not in settings and json.dumps(settings)
     assert compat.with_question_settings(config, settings).pipeline == wanted.pipeline

@@ -165,6 +165,31 @@ def test_record_facts_match_what_a_run_computes():
     assert facts.changed and facts.roads_disagreed and facts.whole_won and facts.caught and facts.cited == 1
 
 
+def test_old_runs_and_records_that_name_removed_rules_still_fit_and_report(tmp_path):
+    from reagent_local.bench.fit_trust import collect
+    from reagent_local.rules import live_rules
+
+    # rules removed since a run (rules.REMOVED_RULES): its records still count them as fired, its configuration's
+    # spec is read without them (they are no longer consulted for the answer's type fit)
+    texts = {"Blue Harbour#0": PassageText("Blue Harbour", "Blue Harbour is a film directed by Mara Lind.")}
+    fired = ["same-x", "keep-named-parts"]
+    example = record_example(old_record("Mara Lind", 1.0, ["Blue Harbour#0"], rules_fired=fired), texts,
+                             RuleSet(live_rules(["all", "same-x"])))
+    assert example.features["rules_fired"] == 2.0 and example.features["answer_fits"] == 1.0
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "dataset": "hotpotqa", "seed": 13, "n": 1, "methods": ["reagent-both"], "model": {"id": "m"},
+        "config": {"pipeline": {"rules": ["none", "keep-named-parts", "chain-last-step"]}}}))
+    record = {**old_record("Mara Lind", 1.0, ["Blue Harbour#0"], rules_fired=fired), "method": "reagent-both",
+              "type": "bridge", "answers": ["Mara Lind"], "f1": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
+              "seconds": 1.0, "code": "0.1.0+gaaaaaaa", "trust": {"features": {"x": 1.0}}}
+    (folder / "records.jsonl").write_text(json.dumps(record) + "\n")
+    examples, _ = collect([folder])
+    assert [e.features for e in examples] == [{"x": 1.0}]
+    assert write_report(folder)["methods"]["reagent-both"]["rules_fired"] == {"same-x": 1, "keep-named-parts": 1}
+
+
 def test_fit_trust_command_over_run_folders_writes_the_model_and_report(tmp_path):
     rng = random.Random(3)
     folders = []

@@ -2,10 +2,9 @@
 
 The enabled ``assemble`` rules (reagent_local.rules.assemble_rules) decide clear cases
 in code: a chain answered by its last step, comparisons of dates and numbers, "both"
-and "the same ..." questions, an option named by a step; the model is asked otherwise
-(grammar-bound to the question's two options when the ``option-grammar`` rule applies).
-For the second road it reads the whole question over the evidence the retriever sent it
-(:meth:`AnswerAssembler.read`), its answer put in the question's words by the ``snap`` rules.
+questions; the model is asked otherwise (grammar-bound to the question's two options when
+the ``option-grammar`` rule applies). For the second road it reads the whole question over
+the evidence the retriever sent it (:meth:`AnswerAssembler.read`).
 Conflicts between steps reach the Supervisor through the channel (two asserts of one wave
 that cannot both hold); the assembler no longer looks for contradictions across steps
 (removed after the dev decision: docs/repairs.md).
@@ -19,7 +18,7 @@ from typing import Sequence
 from ..core.channel import Message
 from ..core.knowledge import Statement, make_statement
 from ..rules import RuleSet
-from ..rules.stages import ASSEMBLE, CONSTRAIN, SNAP
+from ..rules.stages import ASSEMBLE, CONSTRAIN
 from ..runtime.prompts import render_messages
 from . import PROMPTS, Caller
 from ..core.evidence import Evidence, EvidencePassage
@@ -79,15 +78,8 @@ class AnswerAssembler:
         return Assembly(" ".join(self.call(AGENT, messages, schema, max_tokens=40).value.answer.split()))
 
     def read_whole(self, question: str, evidence: Evidence) -> Candidate:
-        """The second road: the whole question answered from the run's evidence, then the ``snap`` rules (an
-        answer naming an option of 'A or B?' becomes that option)."""
-        candidate = read_passages(self.call, AGENT, -1, question, evidence)
-        snapped = self.rules.first(SNAP, question, candidate.answer,
-                                   detail=lambda option: f"{candidate.answer!r} -> {option!r}")
-        if snapped is None:
-            return candidate
-        return Candidate(candidate.subquestion, question, snapped.value, candidate.cited, candidate.subject,
-                         candidate.relation, candidate.probability)
+        """The second road: the whole question answered from the run's evidence."""
+        return read_passages(self.call, AGENT, -1, question, evidence)
 
     @staticmethod
     def read(inbox: Sequence[Message]) -> list[EvidenceFound]:

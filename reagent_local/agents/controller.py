@@ -5,8 +5,8 @@ is charged to it), the retries a step gets (:meth:`Controller.retries`), the glo
 rollbacks a question gets. Its decisions are values the loop carries out:
 
 - :meth:`Controller.skip`: a step whose input step found no answer is not attempted;
-- :meth:`Controller.override`: when a retried step has no new query left, keep the best
-  usable candidate (marked uncertain; never one the supervisor gave up) or none;
+- :meth:`Controller.override`: when a retried step has no new query left, keep its surest
+  attempt (marked uncertain, its confidence capped);
 - :meth:`Controller.challenges`: after ``challenge_after`` conflicts on one step, the
   statements that won them are checked again with fresh evidence;
 - :meth:`Controller.may_roll_back`: global rollbacks are bounded per question.
@@ -22,12 +22,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..core.channel import Message
 from ..core.knowledge import Statement
 from ..core.plan import SubQuestion
-from ..rules import RuleSet, answer_type_problem
+from ..rules import RuleSet
 from ..core.evidence import is_unknown
 from .messages import AnswerMade
 from .verifier import Attempt
@@ -98,17 +98,15 @@ class Skip:
 
 @dataclass(frozen=True)
 class Override:
-    """What to keep of a step the verifier gave up on: an attempt (uncertain) or nothing."""
+    """What to keep of a step whose retry found no new query: an attempt, uncertain."""
 
     step: int
-    attempt: Attempt | None
+    attempt: Attempt
     decision: str
 
     @property
-    def statement(self) -> Statement | None:
+    def statement(self) -> Statement:
         """The kept attempt's statement, its confidence capped."""
-        if self.attempt is None:
-            return None
         capped = min(self.attempt.confidence, OVERRIDE_CONFIDENCE)
         return self.attempt.candidate.to_statement(capped)
 
@@ -175,16 +173,14 @@ class Controller:
             return Skip(sub.index, f"depends on unanswered step(s) {unanswered}")
         return None
 
-    def override(self, question: str, attempts: Sequence[Attempt], *, step: int,
-                 rejected: Collection[str] = ()) -> Override:
-        """No new query left: keep the most confident usable candidate (never one of the wrong type, nor an
-        answer the supervisor gave up: keeping it would only rebuild the conflict it settled)."""
-        usable = [a for a in attempts if not is_unknown(a.candidate.answer) and not a.check.kg_conflicts
-                  and a.candidate.answer not in rejected
-                  and not answer_type_problem(question, a.candidate.answer, self.rules, step=step)]
-        if not usable:
-            return Override(step, None, "no usable answer")
-        return Override(step, max(usable, key=lambda a: a.confidence), "keep best candidate")
+    def override(self, attempts: Sequence[Attempt], *, step: int) -> Override:
+        """No new query left: keep the most confident attempt.
+
+        Every attempt of a step sent back for a retry passed its checks: the verifier retries only a sound answer
+        (not unknown, of a type that fits, not one the supervisor gave up, no graph conflict; one that fails a check
+        is accepted or stands uncertain, never retried), so there is always one to keep.
+        """
+        return Override(step, max(attempts, key=lambda a: a.confidence), "keep best candidate")
 
     def may_roll_back(self) -> bool:
         """A global rollback is allowed (each question gets at most ``max_rollbacks``)."""

@@ -1,10 +1,9 @@
 """Question-Decomposer (A_Q): a question -> a plan of 1..4 ordered sub-questions.
 
 The model proposes the plan; the enabled ``plan-check`` rules (reagent_local.rules.plan_rules)
-then send back a plan that drops a name of the question, restates the whole question in
-a step, or has a later step that names nothing and uses no earlier answer; the
-``plan-reshape`` rules drop the off-topic steps of an either-or question and keep a
-one-step plan verbatim.
+then send back a plan that restates the whole question in a step, or has a later step that
+names nothing and uses no earlier answer; the ``plan-reshape`` rules drop the off-topic steps
+of an either-or question and keep a one-step plan verbatim.
 """
 
 from __future__ import annotations
@@ -50,17 +49,15 @@ class QuestionDecomposer:
         return plan_from(self.call(AGENT, messages, Decomposition, max_tokens=220).value.subquestions, self.max_steps)
 
     def _checked(self, question: str, messages: list[Message]) -> list[SubQuestion]:
-        """The model's plan; one that drops a name of the question or restates it in a step is sent back once."""
+        """The model's plan; one that a plan-check rule objects to is sent back once (the replan prompt says why)."""
         steps = self._propose(messages)
         problem = self.rules.first(PLAN_CHECK, question, steps, detail=lambda found: found.what) if steps else None
         if problem is None:
             return steps
         rule, found = problem.rule, problem.value
         previous = json.dumps([s.text for s in steps], ensure_ascii=False)
-        retry = (render_messages(PROMPTS, "decompose_retry", question=question, missing=found.what, previous=previous)
-                 if found.lost == "names" else
-                 render_messages(PROMPTS, "replan", question=question, failure=found.what, previous=previous))
-        steps = self._propose(retry)
+        steps = self._propose(render_messages(PROMPTS, "replan", question=question, failure=found.what,
+                                              previous=previous))
         if self.rules.first(PLAN_CHECK, question, steps, record=False):
             self.rules.fire(rule, detail="the second plan failed the same way: the question is kept whole")
             return []

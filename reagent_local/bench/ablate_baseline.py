@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from ..config import BACKTRACKING, REMOVED, REMOVED_SIGNALS, Config, inert_removed, load_config
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
+from ..rules import REMOVED_RULES, RULES
 from .provenance import check_single, comparable_config, config_id, describe, legacy_config_id, origins
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import config_dict, folder_config_id, read_run_config
@@ -146,13 +147,19 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
     Paths are this machine's (``provenance.IGNORED``), threads the baseline's; a removed setting at the value that
     behaves as today's code (``config.inert_removed``) is left out, at another value it is refused (the code can
     no longer answer as the baseline did); removed signals the baseline silenced (``config.REMOVED_SIGNALS``) are
-    left out too, and a baseline that ran with one live is refused. Another setting the code no longer has, or an
+    left out too, and a baseline that ran with one live is refused; so are removed rules (``rules.REMOVED_RULES``):
+    switched off they are dropped, a baseline that ran one is refused. Another setting the code no longer has, or an
     override it cannot take, is a BenchRunError naming it.
     """
     live = removed_signals_live(resolved)
     if live:
         why = "; ".join(dict.fromkeys(REMOVED_SIGNALS[name] for name in live))
         raise BenchRunError(f"the baseline ran with {', '.join(live)} on: {why}",
+                            hint="this code cannot give the answers it ablates against: run the baseline at this commit")
+    ran = removed_rules_live(resolved)
+    if ran:
+        why = "; ".join(dict.fromkeys(REMOVED_RULES[name] for name in ran))
+        raise BenchRunError(f"the baseline ran with the rule(s) {', '.join(ran)} on: {why}",
                             hint="this code cannot give the answers it ablates against: run the baseline at this commit")
     flat = {f"{section}.{name}": value for section, values in _sections(resolved).items()
             for name, value in values.items() if not inert_removed(f"{section}.{name}", value)}
@@ -204,6 +211,46 @@ def removed_signals_live(resolved: Mapping[str, Any]) -> list[str]:
             continue
         live += [name for name in names if name not in silenced]
     return live
+
+
+def _written_before_removals(resolved: Mapping[str, Any]) -> bool:
+    """Whether a configuration was written before 2026-12-07's removals (check-failed, read_trusted_chains, then the
+    8 rules): it holds a setting removed by then (``config.REMOVED``), names a removed signal in ``signals_off``, or
+    predates ``signals_off``. Every configuration written since holds none of these and ``signals_off = []``."""
+    pipeline = dict(resolved.get("pipeline") or {})
+    removed_setting = any((section, name) in REMOVED for section, values in resolved.items()
+                          if isinstance(values, Mapping) for name in values)
+    if removed_setting or "signals_off" not in pipeline:
+        return True
+    return bool(set(pipeline["signals_off"] or ()) & set(REMOVED_SIGNALS))
+
+
+def removed_rules_live(resolved: Mapping[str, Any]) -> list[str]:
+    """The removed rules (``rules.REMOVED_RULES``) a baseline's configuration ran with on.
+
+    Its ``pipeline.rules`` is read as the code that wrote it read it: a removed rule named on (or not taken out
+    again) ran, one switched off did not. ``all`` (or an empty spec) took them in while they existed: a
+    configuration written before the removals (``_written_before_removals``) ran them under it, one written since is
+    today's ``all``. One without ``pipeline.rules`` predates the switch: every rule ran. A configuration written
+    between check-failed's removal and the rules' (the same day) cannot be told from a later one and is read as
+    today's (those in docs/results ran the default rules, which name none of them).
+    """
+    pipeline = dict(resolved.get("pipeline") or {})
+    if "rules" not in pipeline:
+        return list(REMOVED_RULES)
+    every = [*RULES, *REMOVED_RULES] if _written_before_removals(resolved) else list(RULES)
+    items = [item.strip() for part in pipeline["rules"] or () for item in str(part).split(",") if item.strip()]
+    enabled = set() if items else set(every)
+    for item in items:
+        if item == "all":
+            enabled = set(every)
+        elif item == "none":
+            enabled = set()
+        elif item.startswith("-"):
+            enabled.discard(item[1:])
+        else:
+            enabled.add(item.lstrip("+"))
+    return [name for name in REMOVED_RULES if name in enabled]
 
 
 def rebuilt_id(config: Config) -> str:

@@ -1,7 +1,8 @@
 """What ``bench ablate --what SPEC`` switches off, and which baseline questions that can change.
 
 - ``rule:NAME``: the baseline method without a question-shape rule (``reagent-both-no-NAME``);
-  ``rule:each``: one such ablation per rule the baseline used;
+  ``rule:each``: one such ablation per rule the baseline used (a rule removed with its code is refused,
+  with when and why it went);
 - ``setting:SECTION.FIELD=VALUE``: the baseline's configuration with one setting changed;
 - ``method:NAME``: another method (``reagent-local`` = global backtracking off, ``reagent-global``
   = local off), with the baseline method's rules.
@@ -20,7 +21,7 @@ from typing import Any
 from ..config import BACKTRACKING, Config, signal_problem
 from ..errors import BenchRunError
 from .acted import SETTINGS, Marks, backtracking_marks, marks, switched_off
-from .registry import ABLATION, ablation, check_methods
+from .registry import ABLATION, ablation, check_methods, removed_rule
 
 KINDS = ("rule", "setting", "method")
 SIGNAL = "signal"  # signal:NAME switched a signal without a setting of its own; none is left
@@ -86,7 +87,7 @@ class Ablation:
 
 
 def _rules_off(method: str) -> tuple[str, tuple[str, ...]]:
-    """('reagent-both', ('same-x',)) for 'reagent-both-no-same-x'; (method, ()) for a method without rules off."""
+    """('reagent-both', ('both-yes',)) for 'reagent-both-no-both-yes'; (method, ()) for a method without rules off."""
     return ablation(method) or (method, ())
 
 
@@ -102,8 +103,10 @@ def resolve_spec(spec: Spec, base_method: str, config: Config, ablated: Config |
 
 
 def _rule(spec: Spec, base_method: str, config: Config) -> Ablation:
-    from ..rules import RULES, resolve
+    from ..rules import REMOVED_RULES, RULES, resolve
 
+    if spec.name in REMOVED_RULES:
+        raise removed_rule(spec.name, f"--what {spec.text!r}")
     base, off = _rules_off(base_method)
     if not base.startswith("reagent-"):
         raise BenchRunError(f"--what {spec.text!r}: {base_method} has no question-shape rules",

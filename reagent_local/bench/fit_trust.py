@@ -4,9 +4,10 @@ Each train question gives one example: the features of its ReAgent answer (agent
 its label, exact match. A record of today's code carries every feature in ``trust.features``;
 an older record (no ``trust``) gives what its fields say: its cited passages' text comes from the
 run's dataset file (the open corpus its index was built from), so ``grounded`` and the answer's
-type fit are worked out as the run works them out; the answer's token confidence and the chain's
-shape are not in it, and a model fitted on such records goes without them (the features every
-example carries are the ones fitted).
+type fit are worked out as the run works them out (with the rules that remain: the shipped model's train
+runs ran without the answer-type rules removed on 2026-12-07, and those objected to none of the
+predictions of its judged dev runs); the answer's token confidence and the chain's shape are not in it, and a model fitted on such
+records goes without them (the features every example carries are the ones fitted).
 
 The L2 penalty is the one with the lowest out-of-fold log loss (5-fold CV); the threshold for
 "trusted" is chosen on the same out-of-fold probabilities: the lowest whose trusted answers are
@@ -30,7 +31,7 @@ from ..agents.logistic import LogisticModel, fit_logistic, out_of_fold
 from ..agents.trust import TrustModel, record_facts
 from ..config import DEFAULT_RULES
 from ..errors import BenchRunError
-from ..rules import RuleSet, answer_type_problem
+from ..rules import RuleSet, answer_type_problem, live_rules
 from ..version import code_version
 from .records import RECORDS_FILE, read_records
 from .rundir import read_run_config
@@ -93,7 +94,7 @@ def record_example(record: Mapping[str, Any], texts: Mapping[str, PassageText] |
     unknown = not prediction.strip() or is_unknown(prediction)
     cited = [texts[c["id"]] for c in record.get("cited") or () if c.get("id") in texts]
     grounded = not unknown and supported(prediction, cited)
-    fits = unknown or answer_type_problem(str(record["question"]), prediction, rules, final=True, fire=False) is None
+    fits = unknown or answer_type_problem(str(record["question"]), prediction, rules, fire=False) is None
     facts = record_facts(record, grounded, fits)
     return Example(str(record["id"]), str(record.get("dataset", "")), facts.features(), em, True)
 
@@ -111,7 +112,8 @@ def collect(folders: Sequence[Path], method: str | None = None) -> tuple[list[Ex
                                 hint="run `reagent bench run ... --methods reagent-both` on train questions first")
         run = read_run_config(folder)
         config = run.get("config") or {}
-        rules = RuleSet(tuple((config.get("pipeline") or {}).get("rules") or DEFAULT_RULES))
+        # the run's rules as they are now: one removed since (rules.REMOVED_RULES) is no longer consulted
+        rules = RuleSet(live_rules(tuple((config.get("pipeline") or {}).get("rules") or DEFAULT_RULES)))
         passage_chars = int((config.get("retrieval") or {}).get("passage_chars") or 700)
         chosen_records = [r for r in records if r["method"] == chosen]
         texts = None

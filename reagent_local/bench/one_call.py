@@ -86,5 +86,5 @@ def reading_of(ctx: MethodContext, question: str, answer: str, passages: Sequenc
     if is_unknown(answer) or not answer:
         return Reading(answer or "unknown", 0.0, False, False, len(passages), unknown=True)
     grounded = supported(answer, passages)
-    fits = answer_type_problem(question, answer, RuleSet(ctx.config.pipeline.rules), final=True) is None
+    fits = answer_type_problem(question, answer, RuleSet(ctx.config.pipeline.rules)) is None
     return Reading(answer, probability if probability is not None else 0.5, grounded, fits, len(passages))

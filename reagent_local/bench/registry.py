@@ -5,7 +5,8 @@
 
 A ReAgent method can also be named with rules switched off, to ablate them:
 ``reagent-both-no-compare-options`` is ``reagent-both`` without the rule
-``compare-options`` (``-no-`` again for more rules).
+``compare-options`` (``-no-`` again for more rules). A rule removed with its code
+(``rules.REMOVED_RULES``) cannot be ablated: every method runs without it.
 """
 
 from __future__ import annotations
@@ -40,19 +41,27 @@ def register_method(name: str, factory: MethodFactory, *, replace: bool = False)
 ABLATION = "-no-"
 
 
+def removed_rule(rule: str, where: str) -> BenchRunError:
+    """The error for an ablation of a rule removed with its code (``where``: what asked for it)."""
+    from ..rules import REMOVED_RULES
+
+    return BenchRunError(f"{where}: the rule {rule} was {REMOVED_RULES[rule]}",
+                         hint="every ReAgent method runs without it now: there is nothing to switch off")
+
+
 def ablation(name: str) -> tuple[str, tuple[str, ...]] | None:
-    """('reagent-both', ('same-x',)) for 'reagent-both-no-same-x'; None for any other name.
+    """('reagent-both', ('compare-options',)) for 'reagent-both-no-compare-options'; None for any other name.
 
     Rule names are matched whole, longest first, so a rule whose own name holds ``-no-``
-    (``yes-no-answer``) reads as one rule.
+    (the removed ``yes-no-answer``) reads as one rule; a removed rule is a BenchRunError saying so.
     """
     base = next((m for m in sorted(METHODS, key=len, reverse=True)
                  if m.startswith("reagent-") and name.startswith(m + ABLATION)), None)
     if base is None:
         return None
-    from ..rules import RULES
+    from ..rules import REMOVED_RULES, RULES
 
-    names = sorted(RULES, key=len, reverse=True)
+    names = sorted([*RULES, *REMOVED_RULES], key=len, reverse=True)
     rest, rules = name[len(base):], []
     while rest:
         rest = rest[len(ABLATION):]  # every rule follows -no-
@@ -61,6 +70,8 @@ def ablation(name: str) -> tuple[str, tuple[str, ...]] | None:
             unknown = rest.split(ABLATION)[0]
             raise BenchRunError(f"unknown rule(s) in method {name!r}: {unknown}",
                                 hint=f"known rules: {', '.join(RULES)}")
+        if found in REMOVED_RULES:
+            raise removed_rule(found, f"method {name!r}")
         rules.append(found)
         rest = rest[len(found):]
     return base, tuple(rules)
@@ -68,6 +79,11 @@ def ablation(name: str) -> tuple[str, tuple[str, ...]] | None:
 
 def ablated(methods: list[str], rules: list[str]) -> list[str]:
     """Each ReAgent method, then the same method without each rule in ``rules`` (the --ablate variants)."""
+    from ..rules import REMOVED_RULES
+
+    for rule in rules:
+        if rule in REMOVED_RULES:
+            raise removed_rule(rule, f"--ablate {rule}")
     out = []
     for name in methods:
         out.append(name)

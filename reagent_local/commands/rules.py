@@ -8,7 +8,7 @@ from .common import config_from, echo_json
 
 
 @click.command(name="rules")
-@click.option("--rules", "spec", default=None, metavar="SPEC", help="Show what this spec enables (e.g. 'all,-same-x').")
+@click.option("--rules", "spec", default=None, metavar="SPEC", help="Show what this spec enables (e.g. 'all,-both-yes').")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 def rules(spec: str | None, as_json: bool) -> None:
     """List the question-shape rules (name, stage, what it does, on/off)."""

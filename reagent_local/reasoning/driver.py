@@ -244,14 +244,11 @@ class QuestionRun:
             return Candidate(step.index, step.question, "unknown", (), "", "other")
 
     def _override(self, step: Step) -> None:
-        """A retried step has no new query left: the controller keeps the best usable candidate (uncertain) or none."""
+        """A retried step has no new query left: the controller keeps its surest attempt (uncertain)."""
         run = self.run
-        override = run.team.controller.override(step.question, step.attempts, step=step.index, rejected=step.rejected)
+        override = run.team.controller.override(step.attempts, step=step.index)
         run.ws.record(CONTROLLER, ev.Override(step=step.index, decision=override.decision,
-                                              answer=override.attempt.candidate.answer if override.attempt else ""))
-        if override.attempt is None or override.statement is None:
-            step.give_up()
-            return
+                                              answer=override.attempt.candidate.answer))
         self._publish(step, override.attempt, run.hold(VERIFIER, override.statement), uncertain=True)
 
     def _publish(self, step: Step, attempt: Attempt, statement: Statement, *, uncertain: bool) -> None:

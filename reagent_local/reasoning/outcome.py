@@ -71,7 +71,7 @@ def _facts(run: RunState, answer: Answer) -> TrustFacts:
     roads = answer.roads or {}
     return TrustFacts(
         question=run.question, answer=final, grounded=not unknown and supported(final, answer.passages),
-        fits=unknown or answer_type_problem(run.question, final, run.team.rules, final=True, fire=False) is None,
+        fits=unknown or answer_type_problem(run.question, final, run.team.rules, fire=False) is None,
         cited=len(answer.passages), unknown=unknown, uncertain=answer.uncertain,
         local_backtracks=run.backtracks["local"], global_backtracks=run.backtracks["global"],
         changed=before is not None and not values_agree(before, final), roads_disagreed=answer.roads is not None,

@@ -110,7 +110,7 @@ class SecondRoad:
         confidence = candidate.probability if candidate.probability is not None else 0.5
         run.notes.whole_confidence = confidence
         statement = final_statement(run.question, candidate.answer, confidence=confidence, cited=candidate.cited)
-        problem = answer_type_problem(run.question, candidate.answer, team.rules, final=True)
+        problem = answer_type_problem(run.question, candidate.answer, team.rules)
         grounded = supported(candidate.answer, candidate.cited or self.whole_evidence.passages)
         self.whole = Road(WHOLE, candidate.answer, statement, confidence, problem, grounded)
         return self.whole
@@ -121,7 +121,7 @@ class SecondRoad:
         answered = [s for s in run.steps if s.done and s.statement is not None]
         confidence = min((s.statement.confidence for s in answered if s.statement is not None), default=0.0)
         cited = tuple(p for s in run.steps for p in s.cited)
-        problem = answer_type_problem(run.question, chain.answer, run.team.rules, final=True) \
+        problem = answer_type_problem(run.question, chain.answer, run.team.rules) \
             if not is_unknown(chain.answer) else "no answer"
         every_fact = bool(answered) and len(answered) == len(run.steps)
         how = ChainFacts(rule=chain.rule, answered=len(answered), steps=len(run.steps),

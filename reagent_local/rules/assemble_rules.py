@@ -14,10 +14,8 @@ from ..dates import date_key, numbers_in
 from ..core.plan import StepLike, is_chain, local_dependencies
 from ..text import YES_NO, normalize
 from .registry import rule
-from .shapes import (
-    asks_all, compares_dates, comparison_direction, either_or_options, is_yes_no_question, matching_option,
-    same_property,
-)
+from .shapes import (asks_all, compares_dates, comparison_direction, either_or_options, is_yes_no_question,
+                     matching_option)
 
 
 @rule("chain-last-step", "assemble")
@@ -39,28 +37,6 @@ def both_yes(question: str, steps: Sequence[StepLike]) -> str | None:
             or any(a not in YES_NO for a in norm):
         return None
     return "yes" if all(a == "yes" for a in norm) else "no"
-
-
-@rule("same-x", "assemble")
-def same_answer(question: str, steps: Sequence[StepLike]) -> str | None:
-    """'Are A and B in the same country?': yes when the two chain ends name the same thing.
-
-    The two answers are those of the steps no other step uses, and both of those steps
-    must ask for the compared property (a plan that stopped at the directors cannot say
-    whether their countries match). One answer's words containing the other's counts as
-    the same ("Oslo" / "Oslo, Norway").
-    """
-    prop = same_property(question)
-    if prop is None or not is_yes_no_question(question):
-        return None
-    deps = local_dependencies(steps)
-    ends = [i for i in range(len(steps)) if not any(i in d for d in deps)]
-    if len(ends) != 2 or not all(prop in normalize(steps[i].question).split() for i in ends):
-        return None
-    a, b = (set(normalize(steps[i].answer).split()) for i in ends)
-    if not a or not b or {"unknown"} & (a | b) or a <= YES_NO or b <= YES_NO:
-        return None
-    return "yes" if a <= b or b <= a else "no"
 
 
 def _ordered(a: str, b: str, by_date: bool) -> int | None:
@@ -126,19 +102,6 @@ def compare_options(question: str, steps: Sequence[StepLike]) -> str | None:
         return None
     pick_first = (order < 0) if direction == "smaller" else (order > 0)
     return opts[0] if pick_first else opts[1]
-
-
-@rule("option-match", "assemble")
-def option_named_by_a_step(question: str, steps: Sequence[StepLike]) -> str | None:
-    """An 'A or B?' question whose latest answer naming an option is answered with that option."""
-    opts = either_or_options(question)
-    if opts is None:
-        return None
-    for step in reversed(steps):
-        option = matching_option(step.answer, opts)
-        if option is not None:
-            return option
-    return None
 
 
 @rule("option-grammar", "constrain")

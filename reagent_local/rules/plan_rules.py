@@ -2,8 +2,8 @@
 
 ``plan-check`` rules send a plan back to be written again (once; a plan that fails the
 same way again leaves the question whole); ``plan-reshape`` rules reshape a plan that
-passed. The checks' findings are plain functions too (``missing_parts``, ...), so tests
-and tools can ask what a rule would object to.
+passed. The checks' findings are plain functions too (``restated_steps``, ``unanchored_steps``),
+so tests and tools can ask what a rule would object to.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _LINKS = {"of", "the", "de", "von", "van"}
 
 
 def named_parts(question: str) -> list[str]:
-    """Names, numbers and quoted titles of a question (what a plan must not drop)."""
+    """Names, numbers and quoted titles of a question (what a step of a plan is anchored by)."""
     parts = set(_QUOTED.findall(question))
     for match in _NAME.finditer(question):
         words = match.group(0).split()
@@ -35,24 +35,6 @@ def named_parts(question: str) -> list[str]:
         if words:
             parts.add(" ".join(words).strip(".,"))
     return sorted(p for p in parts if p)
-
-
-def missing_parts(question: str, plan: Sequence[SubQuestion]) -> list[str]:
-    """The names and numbers of the question no step of the plan mentions."""
-    text = " ".join(s.text for s in plan).lower()
-    missing = []
-    for part in named_parts(question):
-        words = [w.lower().strip(".,") for w in part.split()]
-        if not all(w in text for w in words):
-            missing.append(part)
-    return missing
-
-
-@rule("keep-named-parts", "plan-check")
-def keep_named_parts(question: str, plan: Sequence[SubQuestion]) -> SendBack | None:
-    """A plan that drops a name or number of the question is sent back once, then the question is kept whole."""
-    missing = missing_parts(question, plan)
-    return SendBack(", ".join(missing), "names") if missing else None
 
 
 @rule("either-or-steps", "plan-reshape")

@@ -7,17 +7,16 @@ stage (:mod:`.stages`: one Protocol each) says which role consults it and what i
 - ``plan-reshape`` (decomposer): the plan reshaped (its steps), or None;
 - ``check`` (verifier): why an answer's type does not fit its question, or None;
 - ``doubt`` (verifier): why an answer may have been read in the wrong place (worth one retry), or None;
-- ``final`` (assembler): like ``check``, for an answer to the whole question only (the two roads);
 - ``trust`` (supervisor): whether the question's shape lets a chain be trusted at a lower bar;
 - ``assemble`` (assembler): the final answer decided in code instead of asking the model, or None;
-- ``constrain`` (assembler): what the model may answer (a grammar's options), or None;
-- ``snap`` (assembler): a whole-question answer rewritten to the question's own words, or None.
+- ``constrain`` (assembler): what the model may answer (a grammar's options), or None.
 
-Which rules run is configuration (``[pipeline] rules = ["all", "-same-x"]``, or
+Which rules run is configuration (``[pipeline] rules = ["all", "-both-yes"]``, or
 ``--rules`` on ``ask`` and ``bench run``); a :class:`RuleSet` holds the enabled ones for
 one run, runs a stage's rules (:meth:`RuleSet.first`, :meth:`RuleSet.fold`: the one place
 rules are called) and records every firing, so the answer and the benchmark records can
-name the rules that decided it.
+name the rules that decided it. Rules removed with their code (``REMOVED_RULES``) may still be
+switched off by name, which changes nothing; switching one on is a ConfigError that says why it went.
 """
 
 from __future__ import annotations
@@ -33,6 +32,17 @@ from .stages import BY_NAME, RuleFn, Stage
 STAGES = {name: stage.role for name, stage in BY_NAME.items()}
 ALL = "all"
 NONE = "none"
+
+# Rules removed with their code. Off by default since the dev ablation at 5e32365 (docs/benchmarks.md, "Ablations"),
+# where switching each off alone cost nothing or it never acted; they stayed only for ``rules = ["all"]`` and
+# ablations. A spec that switches one off ("-same-x") asks for what the code always does now: the item is dropped
+# (a config, REAGENT_PIPELINE_RULES or an old run's config.json that names one keeps working). Switching one on is
+# a ConfigError saying so; ``all`` is every rule that remains. Old records and logs that name them still read.
+_RULES_GONE = ("removed on 2026-12-07: off by default since the dev ablation at 5e32365, where switching it off "
+               "cost nothing or it never acted (docs/changelog.md)")
+REMOVED_RULES: dict[str, str] = {name: _RULES_GONE for name in (
+    "keep-named-parts", "yes-no-answer", "number-answer", "place-or-name-answer", "option-answer", "same-x",
+    "option-match", "option-snap")}
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -76,15 +86,51 @@ def rule(name: str, stage: str) -> Callable[[F], F]:
     return register
 
 
+def _items(spec: Iterable[str]) -> list[str]:
+    """A spec's items: a comma list from the command line is split."""
+    return [item.strip() for part in spec for item in str(part).split(",") if item.strip()]
+
+
+def _named(item: str) -> str:
+    return item.lstrip("-+")
+
+
+def removed_problem(name: str) -> ConfigError:
+    """The error for a spec that switches the removed rule ``name`` on."""
+    return ConfigError(f"the rule {name} was {REMOVED_RULES[name]}",
+                       hint=f"take it out of the rules (\"-{name}\" is accepted and changes nothing); "
+                            f"`reagent rules` lists the rules there are")
+
+
+def live_rules(spec: Iterable[str]) -> tuple[str, ...]:
+    """The spec without the items that name a removed rule (on or off: an old run's spec, read now), as written
+    when it names none. A spec whose every item named one (``["-same-x"]``: nothing on) is ``("none",)``."""
+    items = _items(spec)
+    if not any(_named(i) in REMOVED_RULES for i in items):
+        return tuple(spec)
+    return tuple(i for i in items if _named(i) not in REMOVED_RULES) or (NONE,)
+
+
+def without_removed(spec: Iterable[str]) -> tuple[str, ...]:
+    """``live_rules`` of a spec given now: switching a removed rule off is dropped (what the code always does),
+    switching one on is a ConfigError naming it, when it went and why."""
+    on = [_named(i) for i in _items(spec) if _named(i) in REMOVED_RULES and not i.startswith("-")]
+    if on:
+        raise removed_problem(on[0])
+    return live_rules(spec)
+
+
 def resolve(spec: Iterable[str]) -> tuple[str, ...]:
     """Enabled rule names from a spec: 'all', 'none', names, and '-name' to take one out.
 
-    Items are applied in order, starting from nothing: ``["all", "-same-x"]`` is every
-    rule but same-x; ``["chain-last-step"]`` is that rule alone. An empty spec means all.
+    Items are applied in order, starting from nothing: ``["all", "-both-yes"]`` is every
+    rule but both-yes; ``["chain-last-step"]`` is that rule alone. An empty spec means all.
+    A removed rule switched off is dropped, switched on a ConfigError (``without_removed``).
     """
-    items = [item.strip() for part in spec for item in str(part).split(",") if item.strip()]
-    enabled: list[str] = [] if items else list(RULES)
-    unknown = [i.lstrip("-+") for i in items if i not in (ALL, NONE) and i.lstrip("-+") not in RULES]
+    given = _items(spec)
+    items = _items(without_removed(given))
+    enabled: list[str] = [] if given else list(RULES)
+    unknown = [_named(i) for i in items if i not in (ALL, NONE) and _named(i) not in RULES]
     if unknown:
         raise ConfigError(f"unknown rule(s): {', '.join(unknown)}",
                           hint=f"known rules: {', '.join(RULES)} (or 'all', 'none', '-NAME')")
@@ -143,17 +189,16 @@ class RuleSet:
         name = stage if isinstance(stage, str) else stage.name
         return [r for r in RULES.values() if r.stage == name and r.name in self.enabled]
 
-    def first(self, stages: Stage[R] | Sequence[Stage[R]], *args: Any, step: int | None = None,
-              detail: Callable[[R], str] = str, record: bool = True) -> Fired[R] | None:
-        """The first enabled rule of the stage(s), in order, that answers ``args``; recorded as fired (with
+    def first(self, stage: Stage[R], *args: Any, step: int | None = None, detail: Callable[[R], str] = str,
+              record: bool = True) -> Fired[R] | None:
+        """The first enabled rule of the stage, in order, that answers ``args``; recorded as fired (with
         ``detail`` of its answer) unless ``record`` is False (the caller then fires it if it changes anything)."""
-        for stage in (stages,) if isinstance(stages, Stage) else stages:
-            for r in self.active(stage):
-                found = r.fn(*args)
-                if _answer(found):
-                    if record:
-                        self.fire(r.name, step=step, detail=detail(found))
-                    return Fired(r.name, found)
+        for r in self.active(stage):
+            found = r.fn(*args)
+            if _answer(found):
+                if record:
+                    self.fire(r.name, step=step, detail=detail(found))
+                return Fired(r.name, found)
         return None
 
     def fold(self, stage: Stage[R], question: str, value: R, *, detail: Callable[[R, R], str]) -> R:

@@ -1,14 +1,13 @@
 """Road rules: how the shape of a question weighs on the two roads to its answer.
 
 The chain of steps and the whole question read at once are the two roads (docs/agents.md).
-A ``trust`` rule lets the supervisor trust a chain below its usual bar; a ``snap`` rule
-rewrites the whole question's answer into the question's own words.
+A ``trust`` rule lets the supervisor trust a chain below its usual bar.
 """
 
 from __future__ import annotations
 
 from .registry import rule
-from .shapes import either_or_options, matching_option
+from .shapes import either_or_options
 
 
 @rule("either-or-trust", "trust")
@@ -19,11 +18,3 @@ def options_named(question: str) -> bool:
     the whole question does worst.
     """
     return either_or_options(question) is not None
-
-
-@rule("option-snap", "snap")
-def snap_to_option(question: str, answer: str) -> str | None:
-    """An answer to 'A or B?' that names an option becomes that option, as the question writes it."""
-    opts = either_or_options(question)
-    option = matching_option(answer, opts) if opts is not None else None
-    return option if option is not None and option != answer else None

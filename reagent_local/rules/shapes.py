@@ -1,4 +1,4 @@
-"""Reading the shape of a question: yes/no, either-or options, comparison direction, "both", "same X".
+"""Reading the shape of a question: yes/no, either-or options, comparison direction, "both".
 
 Pure parsing helpers shared by the rules; none of them decides anything by itself.
 """
@@ -19,14 +19,6 @@ _LARGER_WINS = re.compile(r"\b(later|latest|last|more recent|most recent|newer|n
                           r"|larger|largest|bigger|biggest|higher|highest|longer|longest|taller|tallest)\b", re.I)
 _BY_DATE = re.compile(r"\b(when|year|date|first|earlier|later|older|younger|founded|born|died|released)\b", re.I)
 _BOTH = re.compile(r"\b(both|all|each)\b", re.I)
-_SAME = re.compile(r"\bsame\s+(\w+)", re.I)
-_NEEDS_NUMBER = re.compile(r"^(when|what year|in what year|in which year|which year|what date|on what date|how many"
-                           r"|how much|how old|how long|what is the population|what was the population"
-                           r"|(what|which) (is|was) the (date|year|birth ?date|death ?date))\b", re.I)
-_NEEDS_PLACE_OR_NAME = re.compile(
-    r"^(where|who|whom|whose"
-    r"|(in |from )?(what|which) (city|country|town|state|place|county|province|region|continent|nationality)"
-    r"|(what|which) (is|was) the (place|city|country|town|birthplace|nationality))\b", re.I)
 
 
 def is_yes_no_question(question: str) -> bool:
@@ -65,22 +57,6 @@ def compares_dates(text: str) -> bool:
 def asks_all(question: str) -> bool:
     """'both', 'all' or 'each' in the question."""
     return bool(_BOTH.search(question))
-
-
-def same_property(question: str) -> str | None:
-    """The property after 'same' ('the same country' -> 'country'), normalised, or None."""
-    match = _SAME.search(question)
-    return normalize(match.group(1)) if match else None
-
-
-def asks_number(question: str) -> bool:
-    """'When', 'how many', 'what year'...: the answer must hold a date or number."""
-    return bool(_NEEDS_NUMBER.match(question.strip()))
-
-
-def asks_place_or_name(question: str) -> bool:
-    """'Where', 'who', 'which city'...: the answer must be more than a date or number."""
-    return bool(_NEEDS_PLACE_OR_NAME.match(question.strip()))
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Sequence, TypeVar, Union
 
 if TYPE_CHECKING:  # annotations only
     from ..core.evidence import BuiltOn, EvidencePassage
@@ -20,10 +20,9 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class SendBack:
-    """A plan check's finding: what is wrong, and which prompt asks again (the names it lost, or the shape)."""
+    """A plan check's finding: what is wrong with the plan's shape (the model is asked for a new plan)."""
 
     what: str
-    lost: Literal["names", "shape"] = "shape"
 
 
 class PlanCheck(Protocol):
@@ -39,7 +38,7 @@ class PlanReshape(Protocol):
 
 
 class AnswerCheck(Protocol):
-    """``check`` and ``final``: why an answer's type does not fit its question, or None."""
+    """``check``: why an answer's type does not fit its question, or None."""
 
     def __call__(self, question: str, answer: str) -> str | None: ...
 
@@ -68,13 +67,7 @@ class Constrain(Protocol):
     def __call__(self, question: str, steps: Sequence[StepLike]) -> tuple[str, str] | None: ...
 
 
-class Snap(Protocol):
-    """``snap``: a whole-question answer rewritten to the question's own words, or None."""
-
-    def __call__(self, question: str, answer: str) -> str | None: ...
-
-
-RuleFn = Union[PlanCheck, PlanReshape, AnswerCheck, Doubt, Trust, Assemble, Constrain, Snap]  # what a rule is
+RuleFn = Union[PlanCheck, PlanReshape, AnswerCheck, Doubt, Trust, Assemble, Constrain]  # what a rule is
 
 
 @dataclass(frozen=True)
@@ -95,11 +88,9 @@ PLAN_CHECK: Stage[SendBack] = Stage("plan-check", "decomposer", PlanCheck)
 PLAN_RESHAPE: Stage[list[SubQuestion]] = Stage("plan-reshape", "decomposer", PlanReshape)
 CHECK: Stage[str] = Stage("check", "verifier", AnswerCheck)
 DOUBT: Stage[str] = Stage("doubt", "verifier", Doubt)
-FINAL: Stage[str] = Stage("final", "assembler", AnswerCheck)
 TRUST: Stage[bool] = Stage("trust", "supervisor", Trust)
 ASSEMBLE: Stage[str] = Stage("assemble", "assembler", Assemble)
 CONSTRAIN: Stage[tuple[str, str]] = Stage("constrain", "assembler", Constrain)
-SNAP: Stage[str] = Stage("snap", "assembler", Snap)
 
-BY_NAME: dict[str, Stage[Any]] = {s.name: s for s in (PLAN_CHECK, PLAN_RESHAPE, CHECK, DOUBT, FINAL, TRUST, ASSEMBLE,
-                                                      CONSTRAIN, SNAP)}
+BY_NAME: dict[str, Stage[Any]] = {s.name: s for s in (PLAN_CHECK, PLAN_RESHAPE, CHECK, DOUBT, TRUST, ASSEMBLE,
+                                                      CONSTRAIN)}
