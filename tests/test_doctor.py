@@ -103,6 +103,9 @@ def test_doctor_says_whether_role_prefixes_start_warm_and_what_the_cache_holds(t
     store = WarmPrefixes(home / ".cache", identity, block=64)
     for n in (64, 128):
         assert store.write(WarmState(tokens=tuple(range(1, n + 1)), state=b"\1" * 2**20, seed=0))
+    (store.folder / "damaged.json").write_text("[1, 2")  # unreadable, and a list that is no state: both left out
+    (store.folder / "list.json").write_text("[1, 2]")
+    (store.folder / "list.state").write_bytes(b"x")
     data = json.loads(doctor(home, monkeypatch, "--json", "--no-probe").output)
     assert data["warm"]["on"] and data["warm"]["stored"] == [
         {"key": store.key, "model": "small.gguf", "threads": 1, "extra_buffers": False, "cpu": None, "states": 2,

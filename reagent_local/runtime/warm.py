@@ -314,8 +314,10 @@ def stored_prefixes(cache_dir: Path) -> list[dict[str, Any]]:
                 size += meta.with_suffix(".state").stat().st_size
             except (OSError, ValueError):
                 continue
+            if not isinstance(data, dict):  # not a file this module wrote
+                continue
             states += 1
-            identity = data.get("identity") or identity
+            identity = data.get("identity") if isinstance(data.get("identity"), dict) else identity
         if states:
             out.append({"key": folder.name, "model": Path(str(identity.get("model", "?"))).name,
                         "threads": identity.get("threads"), "extra_buffers": identity.get("extra_buffers"),
