@@ -311,10 +311,10 @@ def stored_prefixes(cache_dir: Path) -> list[dict[str, Any]]:
         for meta in folder.glob("*.json"):
             try:
                 data = json.loads(meta.read_text(encoding="utf-8"))
+                if not isinstance(data, dict):  # not a file this module wrote
+                    continue
                 size += meta.with_suffix(".state").stat().st_size
             except (OSError, ValueError):
-                continue
-            if not isinstance(data, dict):  # not a file this module wrote
                 continue
             states += 1
             identity = data.get("identity") if isinstance(data.get("identity"), dict) else identity
