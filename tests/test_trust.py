@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from reagent_local.agents.logistic import LogisticModel
 from reagent_local.agents.trust import TrustFacts, TrustModel, load_trust_model, record_facts, write_trust_model
 from reagent_local.bench.fit_trust import (Example, PassageText, choose_threshold, fit_folders, fit_trust,
                                            record_example, render_fit)
@@ -214,6 +215,17 @@ def test_fit_trust_command_over_run_folders_writes_the_model_and_report(tmp_path
     assert "Judged on dev" in report.read_text()
     fit = fit_folders([folders[0]])
     assert fit.report["examples"] == 40 and fit.report["derived"] == 0
+    # --against judges another model on the same answers: here one that reads only the noise feature
+    noise = tmp_path / "noise.json"
+    write_trust_model(TrustModel(LogisticModel(("noise",), (0.5,), (0.3,), (1.0,), 0.0, threshold=0.5)), noise)
+    result = CliRunner().invoke(cli, ["bench", "fit-trust", str(folders[0]), "--judge", str(folders[1]),
+                                       "--against", str(noise), "--out", str(out), "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    against = load_trust_model(out).provenance["fit"]["against"]
+    assert against["name"] == str(noise) and against["all"]["n"] == 40 and against["all"]["auroc"] < 0.8
+    assert f"Weighed against {noise}, on the same answers:" in report.read_text()
+    result = CliRunner().invoke(cli, ["bench", "fit-trust", str(folders[0]), "--against", str(noise), "--out", str(out)])
+    assert result.exit_code != 0 and "give at least one --judge" in result.output
 
 
 # -- the run --------------------------------------------------------------------------------------------

@@ -211,19 +211,28 @@ def fit_trust(examples: Sequence[Example], *, folds: int = 5, seed: int = 13, ta
     return TrustFit(TrustModel(model), report)
 
 
+def _judged(model: TrustModel, examples: Sequence[Example], which: str) -> dict[str, Any]:
+    missing = sorted(set(model.model.features) - set.intersection(*(set(e.features) for e in examples)))
+    if missing:
+        raise BenchRunError(f"the judged records lack features {which} reads: {', '.join(missing)}",
+                            hint="judge runs whose records carry the same features as the train runs'")
+    return judge(model.model, examples)
+
+
 def fit_folders(folders: Sequence[Path], *, judge_folders: Sequence[Path] = (), method: str | None = None,
-                folds: int = 5, seed: int = 13, target: float = TARGET, command: str = "") -> TrustFit:
-    """Fit the trust model from train run folders, judge it on ``judge_folders``; its provenance names them all."""
+                folds: int = 5, seed: int = 13, target: float = TARGET, command: str = "",
+                against: tuple[str, TrustModel] | None = None) -> TrustFit:
+    """Fit the trust model from train run folders, judge it on ``judge_folders``; its provenance names them all.
+
+    ``against`` (a name and a model, such as the package's): judged on the same runs, to weigh the refit against it."""
     examples, sources = collect(folders, method)
     fit = fit_trust(examples, folds=folds, seed=seed, target=target)
     report = dict(fit.report)
     if judge_folders:
         judged, judged_sources = collect(judge_folders)
-        missing = sorted(set(fit.model.model.features) - set.intersection(*(set(e.features) for e in judged)))
-        if missing:
-            raise BenchRunError(f"the judged records lack features the model reads: {', '.join(missing)}",
-                                hint="judge runs whose records carry the same features as the train runs'")
-        report["judged"] = {"runs": judged_sources["runs"], **judge(fit.model.model, judged)}
+        report["judged"] = {"runs": judged_sources["runs"], **_judged(fit.model, judged, "the model")}
+        if against is not None:
+            report["against"] = {"name": against[0], **_judged(against[1], judged, against[0])}
     provenance = {**sources, "commit": code_version(), "command": command,
                   "question_files": [str(r["ids_file"]) for r in sources["runs"]], "fit": report}
     return TrustFit(replace(fit.model, provenance=provenance), report)
@@ -235,6 +244,13 @@ def _pct(value: float | None) -> str:
 
 def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _judged_rows(judged: Mapping[str, Any]) -> list[str]:
+    rows = [f"| {name} | {row['n']} | {row['em']:.3f} | {_num(row['auroc'])} | {row['trusted_trusted']} | "
+            f"{_pct(row['trusted_coverage'])} | {_pct(row['trusted_em'])} | {row['log_loss']:.3f} |"
+            for name, row in judged.items() if name not in ("runs", "name")]
+    return [*rows, ""]
 
 
 def render_fit(fit: TrustFit) -> str:
@@ -258,12 +274,11 @@ def render_fit(fit: TrustFit) -> str:
         lines += [f"## Judged on {runs}", "",
                   "| set | questions | EM | AUROC | trusted | coverage | EM of trusted | log loss |",
                   "|---|---|---|---|---|---|---|---|"]
-        for name, row in judged.items():
-            if name == "runs":
-                continue
-            lines.append(f"| {name} | {row['n']} | {row['em']:.3f} | {_num(row['auroc'])} | {row['trusted_trusted']} | "
-                         f"{_pct(row['trusted_coverage'])} | {_pct(row['trusted_em'])} | {row['log_loss']:.3f} |")
-        lines.append("")
+        lines += _judged_rows(judged)
+        if r.get("against"):
+            lines += [f"Weighed against {r['against']['name']}, on the same answers:", "",
+                      "| set | questions | EM | AUROC | trusted | coverage | EM of trusted | log loss |",
+                      "|---|---|---|---|---|---|---|---|", *_judged_rows(r["against"])]
     lines += [f"## The model: bias {model.bias:+.3f}, threshold {model.threshold:.2f}", "",
               "| feature | weight (per standard deviation) | train mean |", "|---|---|---|"]
     order = sorted(zip(model.features, model.weights, model.mean), key=lambda fwm: -abs(fwm[1]))

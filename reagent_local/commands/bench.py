@@ -275,8 +275,11 @@ def fit_router_cmd(folders: tuple[Path, ...], kind: str, out: Path | None, repor
               help="The EM the trusted answers should reach (out of fold on train): it sets the threshold.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Cross-validation folds.")
 @click.option("--seed", type=int, default=13, show_default=True, help="Seed of the folds.")
+@click.option("--against", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A trust model file to judge on the same --judge runs (e.g. the package's, before --out "
+                   "replaces it), so that a refit is weighed against it on the same answers.")
 def fit_trust_cmd(folders: tuple[Path, ...], judged: tuple[Path, ...], method: str | None, out: Path | None,
-                  report: Path | None, target: float, folds: int, seed: int) -> None:
+                  report: Path | None, target: float, folds: int, seed: int, against: Path | None) -> None:
     """Fit the answers' trust score (the probability an answer is right) from train run folders.
 
     Fit on train questions only (`--ids ../shared/data/splits/DATASET-train.txt`); judge on dev with --judge.
@@ -284,12 +287,15 @@ def fit_trust_cmd(folders: tuple[Path, ...], judged: tuple[Path, ...], method: s
     import shlex
     import sys
 
-    from ..agents.trust import TRUST_PATH, write_trust_model
+    from ..agents.trust import TRUST_PATH, load_trust_model, write_trust_model
     from ..bench.fit_trust import fit_folders, render_fit
 
+    if against is not None and not judged:
+        raise click.UsageError("--against weighs the refit on the --judge runs: give at least one --judge")
     command = "reagent bench fit-trust " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     fit = fit_folders(list(folders), judge_folders=list(judged), method=method, folds=folds, seed=seed,
-                      target=target, command=command)
+                      target=target, command=command,
+                      against=(str(against), load_trust_model(against)) if against is not None else None)
     where = out or TRUST_PATH
     write_trust_model(fit.model, where)
     _show_fit(render_fit(fit), report, f"trust model written to {where}")
