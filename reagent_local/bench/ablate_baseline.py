@@ -20,6 +20,7 @@ from ..config import BACKTRACKING, REMOVED, REMOVED_SIGNALS, Config, inert_remov
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
 from ..rules import REMOVED_RULES, RULES
+from ..rules.registry import enabled_by, spec_items
 from .provenance import check_single, comparable_config, config_id, describe, legacy_config_id, origins
 from .records import RECORDS_FILE, check_unique, read_records
 from .rundir import config_dict, folder_config_id, read_run_config
@@ -239,17 +240,7 @@ def removed_rules_live(resolved: Mapping[str, Any]) -> list[str]:
     if "rules" not in pipeline:
         return list(REMOVED_RULES)
     every = [*RULES, *REMOVED_RULES] if _written_before_removals(resolved) else list(RULES)
-    items = [item.strip() for part in pipeline["rules"] or () for item in str(part).split(",") if item.strip()]
-    enabled = set() if items else set(every)
-    for item in items:
-        if item == "all":
-            enabled = set(every)
-        elif item == "none":
-            enabled = set()
-        elif item.startswith("-"):
-            enabled.discard(item[1:])
-        else:
-            enabled.add(item.lstrip("+"))
+    enabled = enabled_by(spec_items(pipeline["rules"] or ()), every)
     return [name for name in REMOVED_RULES if name in enabled]
 
 

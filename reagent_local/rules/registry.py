@@ -86,9 +86,25 @@ def rule(name: str, stage: str) -> Callable[[F], F]:
     return register
 
 
-def _items(spec: Iterable[str]) -> list[str]:
+def spec_items(spec: Iterable[str]) -> list[str]:
     """A spec's items: a comma list from the command line is split."""
     return [item.strip() for part in spec for item in str(part).split(",") if item.strip()]
+
+
+def enabled_by(items: Sequence[str], universe: Iterable[str]) -> set[str]:
+    """The names a spec's items switch on, applied in order starting from nothing ('all' is every name of
+    ``universe``, 'none' nothing, '-name' takes one out); no items at all mean all of ``universe``."""
+    enabled = set() if items else set(universe)
+    for item in items:
+        if item == ALL:
+            enabled = set(universe)
+        elif item == NONE:
+            enabled = set()
+        elif item.startswith("-"):
+            enabled.discard(item[1:])
+        else:
+            enabled.add(item.lstrip("+"))
+    return enabled
 
 
 def _named(item: str) -> str:
@@ -105,7 +121,7 @@ def removed_problem(name: str) -> ConfigError:
 def live_rules(spec: Iterable[str]) -> tuple[str, ...]:
     """The spec without the items that name a removed rule (on or off: an old run's spec, read now), as written
     when it names none. A spec whose every item named one (``["-same-x"]``: nothing on) is ``("none",)``."""
-    items = _items(spec)
+    items = spec_items(spec)
     if not any(_named(i) in REMOVED_RULES for i in items):
         return tuple(spec)
     return tuple(i for i in items if _named(i) not in REMOVED_RULES) or (NONE,)
@@ -114,7 +130,7 @@ def live_rules(spec: Iterable[str]) -> tuple[str, ...]:
 def without_removed(spec: Iterable[str]) -> tuple[str, ...]:
     """``live_rules`` of a spec given now: switching a removed rule off is dropped (what the code always does),
     switching one on is a ConfigError naming it, when it went and why."""
-    on = [_named(i) for i in _items(spec) if _named(i) in REMOVED_RULES and not i.startswith("-")]
+    on = [_named(i) for i in spec_items(spec) if _named(i) in REMOVED_RULES and not i.startswith("-")]
     if on:
         raise removed_problem(on[0])
     return live_rules(spec)
@@ -127,22 +143,13 @@ def resolve(spec: Iterable[str]) -> tuple[str, ...]:
     rule but both-yes; ``["chain-last-step"]`` is that rule alone. An empty spec means all.
     A removed rule switched off is dropped, switched on a ConfigError (``without_removed``).
     """
-    given = _items(spec)
-    items = _items(without_removed(given))
-    enabled: list[str] = [] if given else list(RULES)
+    # an empty spec stays empty (all rules); one whose every item named a removed rule becomes "none"
+    items = spec_items(without_removed(spec_items(spec)))
     unknown = [_named(i) for i in items if i not in (ALL, NONE) and _named(i) not in RULES]
     if unknown:
         raise ConfigError(f"unknown rule(s): {', '.join(unknown)}",
                           hint=f"known rules: {', '.join(RULES)} (or 'all', 'none', '-NAME')")
-    for item in items:
-        if item == ALL:
-            enabled = list(RULES)
-        elif item == NONE:
-            enabled = []
-        elif item.startswith("-"):
-            enabled = [n for n in enabled if n != item[1:]]
-        elif item.lstrip("+") not in enabled:
-            enabled.append(item.lstrip("+"))
+    enabled = enabled_by(items, RULES)
     return tuple(n for n in RULES if n in enabled)  # registry order
 
 
