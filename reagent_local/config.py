@@ -72,13 +72,18 @@ class LLMConfig:
     # prompts are evaluated in aligned blocks of this many tokens, so an answer does not depend on the
     # prompts evaluated before it (reagent_local/runtime/prefill.py); 0: llama.cpp's own, history-dependent way
     prefill_block: int = 64
+    # from this position on the blocks are this many tokens (a multiple of prefill_block; 0: prefill_block
+    # everywhere): llama.cpp evaluates a prompt faster in larger blocks, and past the roles' fixed
+    # instructions there is little for a smaller block to reuse
+    prefill_wide_block: int = 256
     # keep the KV state of each role's fixed instructions in the home's cache (.cache/warm-prefixes/) and start
     # every process and every benchmark question with them: same answers, a role's first call skips their prefill
     # (reagent_local/runtime/warm.py); needs prompt_cache_mb and prefill_block above 0
     warm_prefixes: bool = True
     # llama.cpp's extra buffer types (it repacks weights for special matrix units): auto | on | off.
     # auto: off on CPUs that report Intel AMX, where llama.cpp 0.3.36's AMX kernels segfault on
-    # Q4_K_M models (ggml-org/llama.cpp#20824); on elsewhere (llama.cpp's default). See reagent_local/runtime/cpu.py.
+    # Q4_K_M models (ggml-org/llama.cpp#20824); elsewhere the load probe times both settings once and keeps
+    # the faster (runtime/load_probe.py). See reagent_local/runtime/cpu.py.
     extra_buffers: str = "auto"
     # send questions to a `reagent serve` running on the same home when it answers as this process would
     # (same model, index and settings; reagent_local/share/); false: always load the model here (`--local`)
@@ -202,6 +207,13 @@ REMOVED: dict[tuple[str, str], tuple[Any, str]] = {
     ("pipeline", "read_trusted_chains"): (False, "reading the whole question for chains a rule trusted was removed on "
                                                  "2026-12-07 (tried on the tune questions and left off: "
                                                  "docs/changelog.md); a trusted chain's answer stands unread"),
+}
+
+
+# Settings added since records began, at the value that gives the answers of the code before them: a baseline
+# configuration written without one is rebuilt with it (bench ablate), not with today's default.
+ADDED: dict[tuple[str, str], Any] = {
+    ("llm", "prefill_wide_block"): 0,  # blocks of prefill_block everywhere before it
 }
 
 

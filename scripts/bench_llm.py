@@ -4,6 +4,11 @@ Both paths load the same GGUF with the same settings and generate the same numbe
 tokens from the same prompt; runs alternate so machine load hits both alike.
 
     .venv/bin/python scripts/bench_llm.py qwen2.5-coder-1.5b qwen2.5-coder-0.5b --tokens 128 --runs 3
+
+With --settings: prompt and generation tokens/s with llama.cpp's extra buffers on and off, for prompt
+blocks of 64 and 256 tokens, each run in a fresh process (the load probe's timing child), alternating.
+
+    .venv/bin/python scripts/bench_llm.py qwen2.5-coder-1.5b --settings --runs 3
 """
 
 from __future__ import annotations
@@ -34,13 +39,44 @@ def bare_call(llama, tokens: int) -> tuple[int, float]:
     return out["usage"]["completion_tokens"], seconds
 
 
+def settings_table(name: str, config, runs: int) -> None:
+    """Prompt and generation tokens/s per extra-buffers setting and prompt block, medians of fresh processes."""
+    import json
+    import subprocess
+
+    from reagent_local.runtime.load_probe import child_command
+    from reagent_local.runtime.models import resolve_model
+    from reagent_local.runtime.llm import physical_threads
+
+    path = resolve_model(name, config.paths.models)[0]
+    threads = config.llm.n_threads or physical_threads()
+    cells = [(extra, block) for block in (64, 256) for extra in (True, False)]
+    found: dict[tuple[bool, int], list[tuple[float, float]]] = {cell: [] for cell in cells}
+    for _ in range(runs):
+        for extra, block in cells:
+            argv = [*child_command(path, extra, 0, threads, speed=True), "--speed-block", str(block)]
+            done = subprocess.run(argv, capture_output=True, text=True, check=True)
+            data = json.loads(done.stdout.strip().splitlines()[-1])
+            found[extra, block].append((data["prefill_tps"], data["decode_tps"]))
+    print(f"{name}: {threads} threads, {runs} fresh processes a setting (tokens/s, median)")
+    print(f"  {'extra buffers':14}{'block':>6}{'prompt':>9}{'generation':>12}")
+    for (extra, block), rates in found.items():
+        print(f"  {'on' if extra else 'off':14}{block:>6}{statistics.median(r[0] for r in rates):>9.1f}"
+              f"{statistics.median(r[1] for r in rates):>12.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--settings", action="store_true", help="tokens/s per extra-buffers setting and prompt block")
     args = parser.parse_args()
     config = load_config()
+    if args.settings:
+        for name in args.models:
+            settings_table(name, config, args.runs)
+        return
     for name in args.models:
         model = load_llm(name, config)
         llama = model.load()  # the wrapper's own llama.cpp context, used bare for the baseline

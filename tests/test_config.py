@@ -95,6 +95,18 @@ def test_an_old_runs_configuration_with_a_removed_setting_at_its_inert_value_sti
     assert "trusted" in refused.value.hint
 
 
+def test_an_old_runs_configuration_without_a_setting_added_since_rebuilds_as_the_code_then_ran():
+    from dataclasses import asdict
+
+    from reagent_local.bench.ablate_baseline import rebuild_config
+    from reagent_local.config import Config
+
+    old = asdict(Config())
+    del old["llm"]["prefill_wide_block"]  # a config.json written before wide prefill blocks
+    assert rebuild_config(old).llm.prefill_wide_block == 0
+    assert rebuild_config(asdict(Config())).llm.prefill_wide_block == Config().llm.prefill_wide_block == 256
+
+
 def test_config_is_frozen(tmp_path):
     config = load_config(env={}, toml_path=write_toml(tmp_path, ""))
     with pytest.raises(Exception):

@@ -6,7 +6,7 @@ from conftest import pulled_model
 from reagent_local.agents import PROMPTS
 from reagent_local.agents.schemas import Decomposition, SubAnswer
 from reagent_local.runtime.llm import LlamaModel
-from reagent_local.runtime.prefill import aligned_blocks, reusable_prefix
+from reagent_local.runtime.prefill import BlockSchedule, aligned_blocks, reusable_prefix
 from reagent_local.runtime.prompts import render_messages
 
 
@@ -24,8 +24,40 @@ def test_blocks_are_aligned_to_position_zero():
     assert [len(b) for b in aligned_blocks(128, tokens, 64)] == [64, 64, 22]
     assert [b[0] for b in aligned_blocks(128, tokens, 64)] == [0, 64, 128]
     assert list(aligned_blocks(0, [], 64)) == []
-    with pytest.raises(ValueError, match="multiple of the block size"):
+    with pytest.raises(ValueError, match="not a boundary of the prefill blocks"):
         list(aligned_blocks(100, tokens, 64))
+
+
+def test_wide_blocks_start_at_their_own_size_and_keep_boundaries_fixed_by_position():
+    schedule = BlockSchedule(64, 256)
+    assert [schedule.floor(n) for n in (63, 64, 200, 255, 256, 300, 511, 512, 800)] == [0, 64, 192, 192, 256, 256, 256, 512, 768]
+    assert schedule.is_boundary(192) and schedule.is_boundary(512) and not schedule.is_boundary(320)
+    tokens = list(range(700))
+    assert [len(b) for b in aligned_blocks(0, tokens, schedule)] == [64, 64, 64, 64, 256, 188]
+    # resumed from a cached boundary, the blocks are the ones a cold evaluation makes
+    assert [len(b) for b in aligned_blocks(192, tokens[192:], schedule)] == [64, 256, 188]
+    assert [len(b) for b in aligned_blocks(512, tokens[512:], schedule)] == [188]
+    assert reusable_prefix(matched=600, stable=700, block=schedule) == 512
+    assert reusable_prefix(matched=230, stable=700, block=schedule) == 192
+    with pytest.raises(ValueError, match="not a boundary"):
+        list(aligned_blocks(320, tokens, schedule))
+    assert BlockSchedule(64).floor(700) == 640 and BlockSchedule(64, 256).label() == "64/256"
+    for bad in ((64, 100), (64, 32), (0, 0)):
+        with pytest.raises(ValueError):
+            BlockSchedule(*bad)
+
+
+def test_a_wide_block_that_is_not_a_multiple_is_a_config_error(tmp_path):
+    from reagent_local.config import load_config
+    from reagent_local.errors import ConfigError
+    from reagent_local.reasoning.wiring import load_llm
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + b"\0" * 64)
+    assert load_llm(str(gguf), load_config(env={})).prefill_schedule() == BlockSchedule(64, 256)
+    assert load_llm(str(gguf), load_config({"llm.prefill_wide_block": 0}, env={})).prefill_schedule() == BlockSchedule(64)
+    with pytest.raises(ConfigError, match="multiple"):
+        load_llm(str(gguf), load_config({"llm.prefill_wide_block": 100}, env={}))
 
 
 def _decompose(question: str) -> list[dict[str, str]]:

@@ -60,7 +60,7 @@ def test_the_identity_is_read_from_the_file_the_build_the_cpu_and_the_context(tm
     first = identity_of(llama, model, threads=2, block=64, extra_buffers=True, gpu_layers=0)
     assert first["size"] == 16 and first["context"] == {"n_ctx": 4096, "n_batch": 512, "n_ubatch": 512,
                                                         "type_k": 1, "type_v": 1}
-    assert first["cpu"] == "cpu x" and first["threads"] == 2 and first["prefill_block"] == 64
+    assert first["cpu"] == "cpu x" and first["threads"] == 2 and first["prefill_block"] == "64"
     model.write_bytes(b"GGUF" + bytes(20))  # the file was replaced: its states are of another model
     assert warm_key(identity_of(llama, model, threads=2, block=64, extra_buffers=True, gpu_layers=0)) != warm_key(first)
 

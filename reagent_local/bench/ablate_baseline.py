@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config import BACKTRACKING, REMOVED, REMOVED_SIGNALS, Config, inert_removed, load_config
+from ..config import ADDED, BACKTRACKING, REMOVED, REMOVED_SIGNALS, Config, inert_removed, load_config
 from ..errors import BenchRunError, ConfigError
 from ..paths import file_sha256
 from ..rules import REMOVED_RULES, RULES
@@ -171,6 +171,9 @@ def rebuild_config(resolved: Mapping[str, Any], overrides: Mapping[str, Any] | N
             raise BenchRunError(f"the baseline ran with {dotted} = {value!r}, which this code cannot run: {dotted} is "
                                 f"no longer a setting, and only {dotted} = {inert!r} answers as the code does now",
                                 hint=f"{why}; ablate against a baseline run at this commit")
+    for (section, name), before in ADDED.items():  # written before the setting existed: as the code then ran
+        if section in _sections(resolved):
+            flat.setdefault(f"{section}.{name}", before)
     flat.update(overrides or {})
     try:
         config = load_config({k: v for k, v in flat.items() if v is not None})

@@ -168,6 +168,10 @@ def _default_model(config: Config, report: Report) -> Path | None:
         return None
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
 def _probe(config: Config, model: Path, report: Report, reprobe: bool, threads: int, gpu_layers: int) -> dict:
     from ..runtime.load_probe import safe_extra_buffers
 
@@ -178,7 +182,8 @@ def _probe(config: Config, model: Path, report: Report, reprobe: bool, threads: 
         report.problems.append(Problem(exc.message, exc.hint or ""))
         return {"model": str(model), "ok": False, "error": exc.message}
     attempts = [{"extra_buffers": a.extra_buffers, "outcome": a.outcome, "signal": a.signal,
-                 "seconds": round(a.seconds, 2)} for a in verdict.attempts]
+                 "seconds": round(a.seconds, 2), "prefill_tps": a.prefill_tps, "decode_tps": a.decode_tps,
+                 "typical_call_s": _rounded(a.typical_call_seconds())} for a in verdict.attempts]
     failed = [a for a in verdict.attempts if a.outcome in ("failed", "timeout")]
     if failed:
         report.problems.append(Problem(f"the load probe of {model.name} {failed[-1].outcome}: "
@@ -245,6 +250,8 @@ def diagnose(config: Config, *, probe: bool = True, reprobe: bool = False) -> Re
     model = _default_model(config, report)
     if probe and model is not None and version is not None:
         report.sections["probe"] = _probe(config, model, report, reprobe, threads, report.sections["llm"]["gpu_layers"])
+        if report.sections["probe"].get("ok"):  # under auto the probe measures which setting is faster here
+            report.sections["llm"]["extra_buffers"] = report.sections["probe"]["extra_buffers"]
     else:
         report.sections["probe"] = None
     return report

@@ -24,11 +24,17 @@ def load_llm(name_or_path: str, config: Config) -> LlamaModel:
     """A lazily loaded llama.cpp model from a registry name or a .gguf path."""
     path, model_id = resolve_model(name_or_path, config.paths.models)
     llm = config.llm
-    return LlamaModel(path, model_id=model_id, n_ctx=llm.n_ctx, n_threads=llm.n_threads,
-                      n_gpu_layers=llm.n_gpu_layers, chat_format=llm.chat_format, seed=llm.seed,
-                      temperature=llm.temperature, max_tokens=llm.max_tokens, prompt_cache_mb=llm.prompt_cache_mb,
-                      prefill_block=llm.prefill_block, extra_buffers=llm.extra_buffers, warm_prefixes=llm.warm_prefixes,
-                      probe_cache=config.paths.cache)
+    model = LlamaModel(path, model_id=model_id, n_ctx=llm.n_ctx, n_threads=llm.n_threads,
+                       n_gpu_layers=llm.n_gpu_layers, chat_format=llm.chat_format, seed=llm.seed,
+                       temperature=llm.temperature, max_tokens=llm.max_tokens, prompt_cache_mb=llm.prompt_cache_mb,
+                       prefill_block=llm.prefill_block, prefill_wide_block=llm.prefill_wide_block,
+                       extra_buffers=llm.extra_buffers, warm_prefixes=llm.warm_prefixes, probe_cache=config.paths.cache)
+    try:
+        model.prefill_schedule()
+    except ValueError as exc:
+        raise ConfigError(f"llm.prefill_block / llm.prefill_wide_block: {exc}",
+                          hint="set prefill_wide_block to 0 or a multiple of prefill_block (defaults 64 and 256)") from None
+    return model
 
 
 def role_models(config: Config) -> dict[str, LlamaModel]:

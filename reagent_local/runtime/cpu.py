@@ -4,7 +4,8 @@ The one rule here: llama.cpp's "extra buffer types" repack a model's weights int
 special matrix units. On CPUs with Intel AMX (Xeons since Sapphire Rapids, 2023) the AMX
 matrix multiply of llama.cpp 0.3.36 segfaults on the first prompt of a Q4_K_M model
 (ggml-org/llama.cpp issue 20824, closed unfixed). Without the extra buffers llama.cpp uses
-its ordinary CPU kernels there; on every other CPU llama.cpp's default (repacking) is kept.
+its ordinary CPU kernels there. On every other CPU ``auto`` starts from llama.cpp's default
+(repacking), and the load probe (load_probe.py) times both settings and keeps the faster.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def read_cpu(cpuinfo: Path = CPUINFO) -> CpuInfo:
 
 
 def extra_buffers_enabled(setting: str, cpu: CpuInfo) -> bool:
-    """Whether llama.cpp may use its extra buffer types: ``on``, ``off``, or ``auto`` (off where AMX is)."""
+    """The setting a load starts from: ``on``, ``off``, or ``auto`` (off where AMX is; on elsewhere, where the
+    load probe then keeps whichever of on and off it measured faster)."""
     if setting not in EXTRA_BUFFER_CHOICES:
         raise ValueError(f"extra_buffers must be one of {EXTRA_BUFFER_CHOICES}, not {setting!r}")
     if setting == "auto":

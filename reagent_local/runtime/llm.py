@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ChatTemplateError, LLMOutputError, LLMTruncatedError, ModelIntegrityError, SchemaError
 from .contention import Sharing
 from .cores import CoreShare
-from .prefill import DEFAULT_BLOCK, PromptReuse, aligned_llama_class
+from .prefill import DEFAULT_BLOCK, DEFAULT_WIDE, BlockSchedule, PromptReuse, aligned_llama_class
 from .prompts import Message, is_fixed_text
 
 T = TypeVar("T", bound=BaseModel)
@@ -205,6 +205,8 @@ class LlamaModel:
     # prompts are evaluated in blocks of this many tokens aligned to position 0, so an answer does not
     # depend on which prompts ran before (reagent_local/runtime/prefill.py); 0: llama.cpp's own evaluation
     prefill_block: int = DEFAULT_BLOCK
+    # from this position on, blocks of this many tokens (0: prefill_block everywhere; runtime/prefill.py)
+    prefill_wide_block: int = DEFAULT_WIDE
     # llama.cpp's extra buffer types (weight repacking): auto | on | off; auto is off on AMX CPUs (reagent_local/runtime/cpu.py)
     extra_buffers: str = "auto"
     # where load-probe verdicts are remembered (reagent_local/runtime/load_probe.py); None: the default home's cache
@@ -260,6 +262,12 @@ class LlamaModel:
                                                cache_dir=self._cache_dir())
         return self.load_verdict
 
+    def prefill_schedule(self) -> BlockSchedule | None:
+        """The blocks prompts are evaluated in (runtime/prefill.py); None: llama.cpp's own evaluation."""
+        if self.prefill_block <= 0:
+            return None
+        return BlockSchedule(self.prefill_block, max(self.prefill_wide_block, 0))
+
     def _cache_dir(self) -> Path:
         from ..paths import default_home
 
@@ -277,7 +285,8 @@ class LlamaModel:
 
         gpu_layers = self._gpu_layers()
         threads = self.n_threads or physical_threads()
-        llama_class = aligned_llama_class(self.prefill_block) if self.prefill_block > 0 else llama_cpp.Llama
+        schedule = self.prefill_schedule()
+        llama_class = aligned_llama_class(schedule) if schedule is not None else llama_cpp.Llama
         try:
             llama = construct_llama(
                 llama_class,
@@ -305,11 +314,11 @@ class LlamaModel:
             )
         if self.prompt_cache_mb > 0:
             llama.set_cache(_prompt_cache(self.prompt_cache_mb << 20))
-            if self.warm_prefixes and self.prefill_block > 0:  # bit-identical reuse rests on aligned prefill
+            if self.warm_prefixes and schedule is not None:  # bit-identical reuse rests on aligned prefill
                 from .warm import open_warm_prefixes
 
                 self.warm = open_warm_prefixes(llama, self.path, self._cache_dir(), threads=threads,
-                                               block=self.prefill_block, gpu_layers=gpu_layers,
+                                               block=schedule, gpu_layers=gpu_layers,
                                                extra_buffers=self.load_verdict.extra_buffers)
                 llama.snapshots = self.warm
         self._cores = CoreShare(model=self.model_id, fixed_threads=self.n_threads)

@@ -9,6 +9,11 @@ by that combination, so later loads read one small file and start no child.
 With ``extra_buffers = "auto"`` a child that dies is tried again with the extra buffers off; with
 ``on`` or ``off`` a dying child is one error that names the model, the llama.cpp version, the CPU
 features and the setting that avoids it.
+
+Under ``auto``, where both settings are safe, the children also time a block of prompt and a few
+generated tokens, and the faster setting for a typical call of this project wins: the repacked
+weights are not faster everywhere (on an AMD EPYC Zen 4 they made prefill a third slower and
+decoding a fifth faster, docs/models.md), so the choice is measured on the machine, not assumed.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from .cpu import CpuInfo, extra_buffers_enabled, read_cpu
 from ..errors import NativeCrashError
 from ..paths import write_bytes_atomic
 
-VERDICT_VERSION = 1
+VERDICT_VERSION = 2  # 2: the verdict of ``auto`` is the faster of the safe settings
 PROBE_TIMEOUT_S = 600.0  # a large model on a slow disk; a hang is inconclusive, not a verdict
 # about 100 tokens: enough that the prompt is evaluated as one batched matrix multiply, as real prompts are
 PROBE_PROMPT = (
@@ -39,10 +44,20 @@ PROBE_PROMPT = (
     "country holds most of the Amazon rainforest? Answer:"
 )
 PROBE_TOKENS = 4
+# the speed check under auto: one wide prefill block (runtime/prefill.py) and a few generated tokens
+SPEED_PROMPT_TOKENS = 256
+SPEED_DECODE_TOKENS = 16
+# what a typical model call of the pipeline evaluates and writes (the verifier's mean in docs/benchmarks.md'
+# profiles: about 600 prompt tokens past its cached instructions, 30 generated): the two rates are weighed by it
+TYPICAL_PROMPT_TOKENS = 600
+TYPICAL_OUTPUT_TOKENS = 30
+# the extra buffers go off only when that makes a typical call at least this much faster: a near tie is
+# measurement noise, and keeps llama.cpp's default
+SPEED_MARGIN = 0.05
 # Windows reports a native crash as an NTSTATUS exit code instead of a signal
 _WINDOWS_CRASH_CODES = {0xC0000005, 0xC00000FD, 0xC0000409, 0xC000001D}
 
-CommandFactory = Callable[[Path, bool, int, int], Sequence[str]]
+CommandFactory = Callable[..., Sequence[str]]  # (model, extra_buffers, gpu_layers, threads, speed=False) -> argv
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,15 @@ class ProbeAttempt:
     seconds: float
     signal: str = ""
     stderr_tail: str = ""
+    # measured by the child under auto: prompt and generated tokens per second (None: not measured)
+    prefill_tps: float | None = None
+    decode_tps: float | None = None
+
+    def typical_call_seconds(self) -> float | None:
+        """The seconds of a typical call at the measured rates (None when not measured)."""
+        if not self.prefill_tps or not self.decode_tps:
+            return None
+        return TYPICAL_PROMPT_TOKENS / self.prefill_tps + TYPICAL_OUTPUT_TOKENS / self.decode_tps
 
 
 @dataclass(frozen=True)
@@ -94,22 +118,48 @@ def llama_build() -> tuple[str, str]:
     return llama_cpp.__version__, llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip()
 
 
-def probe_key(model: Path, setting: str, cpu: CpuInfo, build: tuple[str, str], gpu_layers: int) -> str:
-    """A hash of everything that decides whether a load crashes: file, llama.cpp build, CPU, settings."""
+def probe_key(model: Path, setting: str, cpu: CpuInfo, build: tuple[str, str], gpu_layers: int,
+              threads: int = 1) -> str:
+    """A hash of everything that decides whether a load crashes, and which setting is faster: file, llama.cpp
+    build, CPU, settings, threads."""
     stat = model.stat()
     identity = {
         "model": str(model.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
         "llama_cpp": build[0], "system_info": build[1], "cpu": cpu.model, "flags": sorted(cpu.flags),
-        "extra_buffers": setting, "gpu_layers": gpu_layers, "python": sys.version.split()[0],
+        "extra_buffers": setting, "gpu_layers": gpu_layers, "python": sys.version.split()[0], "threads": threads,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def child_command(model: Path, extra_buffers: bool, gpu_layers: int, threads: int) -> list[str]:
-    """The command line of a probe child: this module run as a script."""
+def child_command(model: Path, extra_buffers: bool, gpu_layers: int, threads: int, speed: bool = False) -> list[str]:
+    """The command line of a probe child: this module run as a script (``speed``: time it too)."""
     return [sys.executable, "-m", "reagent_local.runtime.load_probe", str(model),
             "--extra-buffers", "on" if extra_buffers else "off", "--gpu-layers", str(gpu_layers),
-            "--threads", str(threads)]
+            "--threads", str(threads), *(["--speed"] if speed else [])]
+
+
+def _speeds(stdout: str) -> tuple[float | None, float | None]:
+    """The prefill and decode rates a speed child printed as its last line of JSON (None, None: none)."""
+    for line in reversed((stdout or "").strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and data.get("prefill_tps") and data.get("decode_tps"):
+            return float(data["prefill_tps"]), float(data["decode_tps"])
+        break
+    return None, None
+
+
+def faster_setting(attempts: Sequence[ProbeAttempt], default: bool) -> bool:
+    """The extra-buffers value whose measured typical call is the fastest of the attempts that loaded, by at least
+    ``SPEED_MARGIN``; ``default`` (llama.cpp's own) when nothing was measured or it is a near tie."""
+    timed = {a.extra_buffers: a.typical_call_seconds() for a in attempts if a.outcome == "ok"}
+    timed = {extra: seconds for extra, seconds in timed.items() if seconds is not None}
+    if default not in timed or len(timed) < 2:
+        return default
+    best = min(timed, key=timed.__getitem__)
+    return best if timed[best] < timed[default] * (1 - SPEED_MARGIN) else default
 
 
 def _is_crash(returncode: int) -> bool:
@@ -129,7 +179,8 @@ def run_attempt(argv: Sequence[str], extra_buffers: bool, timeout: float = PROBE
     seconds = time.perf_counter() - start
     tail = (done.stderr or "")[-2000:]
     if done.returncode == 0:
-        return ProbeAttempt(extra_buffers, "ok", 0, seconds)
+        prefill, decode = _speeds(done.stdout)
+        return ProbeAttempt(extra_buffers, "ok", 0, seconds, prefill_tps=prefill, decode_tps=decode)
     if _is_crash(done.returncode):
         name = _signal_name(-done.returncode) if done.returncode < 0 else f"0x{done.returncode & 0xFFFFFFFF:08X}"
         return ProbeAttempt(extra_buffers, "crashed", done.returncode, seconds, signal=name, stderr_tail=tail)
@@ -184,7 +235,7 @@ def safe_extra_buffers(model: Path, setting: str, *, cache_dir: Path, gpu_layers
     cpu = cpu or read_cpu()
     build = build or llama_build()
     command = command or child_command
-    key = probe_key(model, setting, cpu, build, gpu_layers)
+    key = probe_key(model, setting, cpu, build, gpu_layers, threads)
     if not reprobe:
         verdict = _REMEMBERED.get(key) or read_verdict(cache_dir, key)
         if verdict is not None:
@@ -193,17 +244,20 @@ def safe_extra_buffers(model: Path, setting: str, *, cache_dir: Path, gpu_layers
             return verdict
     first = extra_buffers_enabled(setting, cpu)
     candidates = [first, False] if (setting == "auto" and first) else [first]
+    # where both settings may be safe and the CPU runs the weights, both are loaded and timed
+    race = len(candidates) == 2 and gpu_layers == 0
     attempts: list[ProbeAttempt] = []
     for extra in candidates:
-        attempt = run_attempt(command(model, extra, gpu_layers, threads), extra, timeout)
-        attempts.append(attempt)
-        if attempt.outcome == "ok":
-            verdict = LoadVerdict(key, extra, tuple(attempts))
+        argv = command(model, extra, gpu_layers, threads, speed=True) if race else command(model, extra, gpu_layers, threads)
+        attempts.append(run_attempt(argv, extra, timeout))
+        outcome = attempts[-1].outcome
+        if (outcome == "ok" and not race) or outcome not in ("ok", "crashed"):
             break
-        if attempt.outcome != "crashed":  # inconclusive: load in-process, which reports the real error
-            return LoadVerdict(key, first, tuple(attempts))
-    else:
-        verdict = LoadVerdict(key, None, tuple(attempts))
+    loaded = [a.extra_buffers for a in attempts if a.outcome == "ok"]
+    if not loaded and attempts[-1].outcome != "crashed":
+        # inconclusive (a damaged file, a timeout): not remembered; the load in this process reports the real error
+        return LoadVerdict(key, first, tuple(attempts))
+    verdict = LoadVerdict(key, faster_setting(attempts, loaded[0]) if loaded else None, tuple(attempts))
     _REMEMBERED[key] = verdict
     write_verdict(cache_dir, verdict)
     _raise_if_crashed(verdict, model, setting, cpu, build)
@@ -242,17 +296,49 @@ def _child_main(argv: Sequence[str]) -> int:
     parser.add_argument("--extra-buffers", choices=("on", "off"), required=True)
     parser.add_argument("--gpu-layers", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--speed", action="store_true", help="also time a prompt block and generated tokens")
+    parser.add_argument("--speed-block", type=int, default=SPEED_PROMPT_TOKENS,
+                        help="prompt tokens evaluated per batch when timing (scripts/bench_llm.py --settings)")
     args = parser.parse_args(argv)
     import llama_cpp
 
     from .native_load import construct_llama
 
     llama = construct_llama(llama_cpp.Llama, extra_buffers=args.extra_buffers == "on", model_path=str(args.model),
-                            n_ctx=512, n_threads=args.threads, n_gpu_layers=args.gpu_layers, verbose=False)
+                            n_ctx=1024, n_threads=args.threads, n_gpu_layers=args.gpu_layers, verbose=False)
     out = llama.create_completion(PROBE_PROMPT, max_tokens=PROBE_TOKENS, temperature=0.0)
-    print(json.dumps({"text": out["choices"][0]["text"], "tokens": out["usage"]["completion_tokens"]}))
+    result = {"text": out["choices"][0]["text"], "tokens": out["usage"]["completion_tokens"]}
+    if args.speed:
+        result.update(_time_child(llama, args.speed_block))
+    print(json.dumps(result))
     llama.close()
     return 0
+
+
+def _time_child(llama, block: int = SPEED_PROMPT_TOKENS) -> dict[str, float]:
+    """Prompt tokens per second over ``SPEED_PROMPT_TOKENS`` evaluated ``block`` at a time (one wide block by
+    default), and generated tokens per second after them."""
+    text = PROBE_PROMPT
+    tokens = llama.tokenize(text.encode("utf-8"))
+    while len(tokens) < SPEED_PROMPT_TOKENS:
+        text += " " + PROBE_PROMPT
+        tokens = llama.tokenize(text.encode("utf-8"))
+    tokens = tokens[:SPEED_PROMPT_TOKENS]
+    llama.reset()
+    start = time.perf_counter()
+    for at in range(0, len(tokens), block):  # one batch a block, as aligned prefill evaluates them
+        llama.eval(tokens[at:at + block])
+    prefill = time.perf_counter() - start
+    import llama_cpp
+    import numpy as np
+
+    vocab = llama.n_vocab()
+    start = time.perf_counter()
+    for _ in range(SPEED_DECODE_TOKENS):  # greedy, one token at a time, as generation runs
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama.ctx, -1), shape=(vocab,))
+        llama.eval([int(logits.argmax())])
+    decode = time.perf_counter() - start
+    return {"prefill_tps": round(len(tokens) / prefill, 2), "decode_tps": round(SPEED_DECODE_TOKENS / decode, 2)}
 
 
 if __name__ == "__main__":

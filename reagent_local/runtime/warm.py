@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..paths import write_bytes_atomic
+from .prefill import BlockSchedule, as_schedule
 
 WARM_VERSION = 1
 FOLDER = "warm-prefixes"
@@ -38,7 +39,7 @@ _CONTEXT_FIELDS = ("n_ctx", "n_batch", "n_ubatch", "n_seq_max", "type_k", "type_
                    "op_offload", "swa_full", "kv_unified")
 
 
-def identity_of(llama: Any, model: Path, *, threads: int, block: int, extra_buffers: bool | None,
+def identity_of(llama: Any, model: Path, *, threads: int, block: "int | BlockSchedule", extra_buffers: bool | None,
                 gpu_layers: int) -> dict[str, Any]:
     """Everything a prefix's state depends on besides its tokens: file, build, CPU, threads, context, settings.
 
@@ -57,7 +58,7 @@ def identity_of(llama: Any, model: Path, *, threads: int, block: int, extra_buff
     return {"version": WARM_VERSION, "model": str(Path(model).resolve()), "size": stat.st_size,
             "mtime_ns": stat.st_mtime_ns, "llama_cpp": version, "system_info": system_info, "libraries": _libraries(),
             "cpu": cpu.model,
-            "flags": sorted(cpu.flags), "threads": threads, "prefill_block": block,
+            "flags": sorted(cpu.flags), "threads": threads, "prefill_block": as_schedule(block).label(),
             "extra_buffers": extra_buffers, "gpu_layers": gpu_layers, "context": context}
 
 
@@ -168,12 +169,12 @@ class WarmPrefixes:
     and ``capture`` keeps the state there when no state of that prefix is known yet.
     """
 
-    def __init__(self, cache_dir: Path | None, identity: dict[str, Any], *, block: int,
+    def __init__(self, cache_dir: Path | None, identity: dict[str, Any], *, block: "int | BlockSchedule",
                  max_states: int = MAX_STATES) -> None:
         self.identity = identity
         self.key = warm_key(identity)
         self.folder = Path(cache_dir) / FOLDER / self.key if cache_dir is not None else None
-        self.block = block
+        self.schedule = as_schedule(block)
         self.max_states = max_states
         self.states: dict[tuple[int, ...], WarmState] = {}
         self.read_count = 0  # states read from disk at load
@@ -206,7 +207,7 @@ class WarmPrefixes:
             if data.get("version") != WARM_VERSION or data.get("key") != self.key:
                 return None
             tokens = tuple(int(t) for t in data["tokens"])
-            if not tokens or len(tokens) % self.block:
+            if not tokens or not self.schedule.is_boundary(len(tokens)):
                 return None
             raw = meta.with_suffix(".state").read_bytes()
             if len(raw) != int(data["bytes"]) or hashlib.sha256(raw).hexdigest() != data["sha256"]:
@@ -279,7 +280,7 @@ class WarmPrefixes:
         if fixed is None or tuple(prompt[: len(fixed)]) != fixed:
             pieces = [llama.detokenize([token], special=True) for token in prompt]
             end = fixed_prefix_length(pieces, self._system.encode("utf-8"))
-            fixed = tuple(prompt[: end // self.block * self.block])
+            fixed = tuple(prompt[: self.schedule.floor(end)])
             self._fixed[self._system] = fixed
         return 0 if not fixed or fixed in self.states else len(fixed)
 
@@ -325,7 +326,7 @@ def stored_prefixes(cache_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def open_warm_prefixes(llama: Any, model: Path, cache_dir: Path | None, *, threads: int, block: int,
+def open_warm_prefixes(llama: Any, model: Path, cache_dir: Path | None, *, threads: int, block: "int | BlockSchedule",
                        extra_buffers: bool | None, gpu_layers: int) -> WarmPrefixes:
     """The warm prefixes of a just-loaded model, read from ``cache_dir`` and put into its prompt cache."""
     identity = identity_of(llama, model, threads=threads, block=block, extra_buffers=extra_buffers,
