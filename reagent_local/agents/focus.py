@@ -1,7 +1,7 @@
 """Passages cut to the sentences that matter for a query.
 
-Prefill is most of a question's cost on a laptop (about 70 prompt tokens a second for the
-1.5B model), and the passages are most of every reading prompt. A long passage is cut to
+Prefill is most of a question's cost on a laptop (about 100-160 prompt tokens a second for the
+1.5B model on 2 cores), and the passages are most of every reading prompt. A long passage is cut to
 its first sentence (which names its subject and, in an encyclopedia, most often holds its
 dates) and the sentences that share the most words with the query, in their own order,
 within a character budget; a short passage is shown whole. A query word the first sentence
