@@ -78,6 +78,31 @@ def test_a_probe_that_passes_is_remembered(tmp_path: Path, monkeypatch: pytest.M
     assert len(runs) == len(first["probe"]["attempts"]), "a remembered verdict starts no child"
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
+def test_the_probes_timing_and_choice_are_shown_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reagent_local.runtime.cpu import CpuInfo
+
+    load_probe.forget_verdicts()
+    model = fake_gguf(tmp_path)
+    rates = {"on": (98.0, 19.0), "off": (146.0, 16.0)}  # an AMD EPYC Zen 4's, 2 threads
+
+    def timed_child(model, extra, gpu_layers, threads, speed=False):
+        prefill, decode = rates["on" if extra else "off"]
+        line = json.dumps({"prefill_tps": prefill, "decode_tps": decode} if speed else {"text": "x"})
+        return [sys.executable, "-c", f"print({line!r})"]
+
+    monkeypatch.setattr(load_probe, "child_command", timed_child)
+    monkeypatch.setattr(load_probe, "read_cpu", lambda: CpuInfo("AMD EPYC", frozenset({"avx2", "avx512f"}), 2))
+    first = json.loads(doctor(tmp_path, monkeypatch, "--model", str(model), "--json").output)
+    load_probe.forget_verdicts()
+    text = doctor(tmp_path, monkeypatch, "--model", str(model)).output
+    load_probe.forget_verdicts()
+    assert first["probe"]["extra_buffers"] is False and first["llm"]["extra_buffers"] is False
+    assert [a["prefill_tps"] for a in first["probe"]["attempts"]] == [98.0, 146.0]
+    assert "loads with extra buffers off (remembered; timed then: on, prompt 98 tok/s" in text
+    assert "off, prompt 146 tok/s, generation 16 tok/s, a typical call 6.0 s" in text
+
+
 def test_doctor_says_where_models_come_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shared = tmp_path / "shared-models"
     shared.mkdir()

@@ -31,7 +31,8 @@ def _warm_line(warm: dict) -> str:
     states = sum(s["states"] for s in stored)
     size = sum(s["bytes"] for s in stored) / 2**20
     each = "; ".join(f"{s['model']}, {s['threads']} thread{'' if s['threads'] == 1 else 's'}"
-                     f"{', extra buffers off' if s['extra_buffers'] is False else ''}: {s['states']} states"
+                     f"{', extra buffers off' if s['extra_buffers'] is False else ''}"
+                     f"{', blocks ' + str(s['prefill_block']) if s.get('prefill_block') else ''}: {s['states']} states"
                      for s in stored[:3])
     more = f"; and {len(stored) - 3} more" if len(stored) > 3 else ""
     return f"role prefixes kept in {warm['folder']}: {states} states, {size:.0f} MiB ({each}{more})"
@@ -76,7 +77,10 @@ def _render(data: dict) -> None:
     elif probe.get("error"):
         _line("probe", f"FAILED: {probe['error']}")
     else:
-        how = ("remembered" if probe["remembered"] else
+        timed = [a for a in probe["attempts"] if _speed(a)]
+        how = ("remembered" + ("; timed then: " if timed else "") +
+               "; ".join(f"{'on' if a['extra_buffers'] else 'off'}{_speed(a)}" for a in timed)
+               if probe["remembered"] else
                "; ".join(f"extra buffers {'on' if a['extra_buffers'] else 'off'}: {a['signal'] or a['outcome']} "
                          f"in {a['seconds']:.1f} s{_speed(a)}" for a in probe["attempts"]))
         _line("probe", f"{'ok' if probe['ok'] else 'FAILED'}: {probe['model']} loads with extra buffers "

@@ -322,6 +322,7 @@ def stored_prefixes(cache_dir: Path) -> list[dict[str, Any]]:
         if states:
             out.append({"key": folder.name, "model": Path(str(identity.get("model", "?"))).name,
                         "threads": identity.get("threads"), "extra_buffers": identity.get("extra_buffers"),
+                        "prefill_block": identity.get("prefill_block"),
                         "cpu": identity.get("cpu"), "states": states, "bytes": size})
     return out
 
