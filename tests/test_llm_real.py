@@ -98,3 +98,13 @@ def test_an_option_schema_lets_the_model_say_only_an_option(smol):
         [{"role": "user", "content": "Name a colour, then a city, then answer: which band is older? JSON only."}],
         option_answer(options), max_tokens=30)
     assert result.value.answer in options  # the grammar offered nothing else, whatever the prompt asked
+
+
+def test_options_with_quotes_and_backslashes_make_a_grammar_llama_cpp_parses(smol):
+    # llama-cpp-python 0.3.36 escaped these into a grammar llama.cpp refused, and the sampling segfaulted
+    from reagent_local.agents.schemas import option_answer
+
+    options = ('I Cannot Say "Farewell"', "C:\\Path", "Plain")
+    result = smol.generate_json([{"role": "user", "content": "Pick one. JSON only."}], option_answer(options),
+                                max_tokens=30)
+    assert result.value.answer in options  # given back as written, quotes and backslash included

@@ -63,3 +63,19 @@ def test_the_second_road_reads_the_evidence_sent_to_it():
     rules = RuleSet(("all",))
     read = AnswerAssembler(caller(llm), rules).read_whole(question, found.evidence)
     assert (read.answer, read.cited) == ("Red Sky (film)", found.evidence.passages[:1]) and rules.names_fired == []
+
+
+def test_an_option_grammar_spells_quotes_and_backslashes_safely_and_answers_as_given():
+    import json
+
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from reagent_local.agents.schemas import option_answer
+
+    schema = option_answer(('I Cannot Say "Farewell"', "back\\slash", "Tanjuska"))
+    rule = next(line for line in json_schema_to_gbnf(json.dumps(schema.model_json_schema())).splitlines()
+                if line.startswith("answer ::="))
+    # the converter's only escapes left are the JSON string's own quotes
+    assert rule.replace('\\"', "").count("\\") == 0, rule
+    assert schema.model_validate_json('{"answer": "I Cannot Say \'Farewell\'"}').answer == 'I Cannot Say "Farewell"'
+    assert schema.model_validate_json('{"answer": "back/slash"}').answer == "back\\slash"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from ..core.relations import ALL_RELATIONS
 
@@ -49,7 +49,30 @@ class FinalAnswer(BaseModel):
     answer: str = Field(max_length=80)
 
 
+def grammar_safe(text: str) -> str:
+    """``text`` without the characters llama-cpp-python 0.3.36 cannot put into a grammar literal.
+
+    Its JSON-schema converter escapes a JSON string's backslashes once too few, so an enum value holding a
+    double quote, a backslash or a control character gives a grammar llama.cpp refuses to parse, and the
+    sampling that follows segfaults. Double quotes become single ones, backslashes slashes, controls spaces.
+    """
+    text = text.replace('"', "'").replace("\\", "/")
+    return "".join(" " if ord(c) < 32 else c for c in text)
+
+
 def option_answer(options: tuple[str, ...]) -> type[BaseModel]:
-    """A FinalAnswer whose answer must be one of ``options`` (the grammar allows nothing else)."""
+    """A FinalAnswer whose answer must be one of ``options`` (the grammar allows nothing else).
+
+    The grammar lists each option in a grammar-safe spelling (``grammar_safe``); the parsed answer is the
+    option as given.
+    """
+    originals: dict[str, str] = {}
+    for option in options:
+        originals.setdefault(grammar_safe(option), option)
+
+    def as_given(value: str) -> str:
+        return originals.get(value, value)
+
     return create_model("OptionAnswer", __doc__="Answer-Assembler output: one of the question's options.",
-                        answer=(Literal[tuple(options)], ...))
+                        __validators__={"as_given": field_validator("answer", mode="after")(as_given)},
+                        answer=(Literal[tuple(originals)], ...))
