@@ -9,6 +9,11 @@ With --settings: prompt and generation tokens/s with llama.cpp's extra buffers o
 blocks of 64 and 256 tokens, each run in a fresh process (the load probe's timing child), alternating.
 
     .venv/bin/python scripts/bench_llm.py qwen2.5-coder-1.5b --settings --runs 3
+
+With --save-state: the seconds of saving a prompt's state for the RAM prompt cache, llama-cpp-python's
+own save against the aligned model's (which copies one row of logits, not one per prompt token).
+
+    .venv/bin/python scripts/bench_llm.py qwen2.5-coder-1.5b --save-state --runs 5
 """
 
 from __future__ import annotations
@@ -65,14 +70,38 @@ def settings_table(name: str, config, runs: int) -> None:
               f"{statistics.median(r[1] for r in rates):>12.1f}")
 
 
+def save_state_table(name: str, config, runs: int) -> None:
+    """Seconds a state save takes after a 480-token prompt: llama-cpp-python's own and the aligned model's."""
+    import llama_cpp
+
+    model = load_llm(name, config)
+    llama = model.load()
+    llama.create_completion("The history of Lisbon " * 120, max_tokens=2)
+    rows = {"llama_cpp.Llama.save_state": llama_cpp.Llama.save_state, "aligned save_state": type(llama).save_state}
+    print(f"{name}: state save after {llama.n_tokens} prompt tokens, {runs} runs (seconds, median)")
+    for label, save in rows.items():
+        seconds = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            save(llama)
+            seconds.append(time.perf_counter() - start)
+        print(f"  {label:30} {statistics.median(seconds):7.3f}  (each: {' '.join(f'{s:.3f}' for s in seconds)})")
+    model.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settings", action="store_true", help="tokens/s per extra-buffers setting and prompt block")
+    parser.add_argument("--save-state", action="store_true", help="seconds of a prompt state's save for the cache")
     args = parser.parse_args()
     config = load_config()
+    if args.save_state:
+        for name in args.models:
+            save_state_table(name, config, args.runs)
+        return
     if args.settings:
         for name in args.models:
             settings_table(name, config, args.runs)

@@ -175,7 +175,15 @@ def aligned_llama_class(block: "int | BlockSchedule" = DEFAULT_BLOCK) -> type:
             self._stable = 0
 
         def save_state(self) -> Any:
-            state = super().save_state()
+            # llama-cpp-python copies a row of logits per evaluated token into a state (up to 512 x 151,936
+            # floats, 300 MB, about 0.1-0.5 s a call); nothing reads them back (after a load the prompt's next
+            # token is always evaluated) and the prompt cache keeps only the last row: only that one is copied
+            every_row = self.scores
+            self.scores = every_row[-1:]
+            try:
+                state = super().save_state()
+            finally:
+                self.scores = every_row
             state.reagent_stable = self._stable
             return state
 
