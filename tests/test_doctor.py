@@ -125,7 +125,7 @@ def test_doctor_says_whether_role_prefixes_start_warm_and_what_the_cache_holds(t
     home.mkdir()
     text = doctor(home, monkeypatch, "--no-probe").output
     assert f"warm          role prefixes kept in {home / '.cache' / 'warm-prefixes'}: none yet" in text
-    identity = {"model": "/m/small.gguf", "threads": 1, "extra_buffers": False}
+    identity = {"model": "/m/small.gguf", "threads": 1, "extra_buffers": False, "prefill_block": "64/256"}
     store = WarmPrefixes(home / ".cache", identity, block=64)
     for n in (64, 128):
         assert store.write(WarmState(tokens=tuple(range(1, n + 1)), state=b"\1" * 2**20, seed=0))
@@ -135,8 +135,8 @@ def test_doctor_says_whether_role_prefixes_start_warm_and_what_the_cache_holds(t
     data = json.loads(doctor(home, monkeypatch, "--json", "--no-probe").output)
     assert data["warm"]["on"] and data["warm"]["stored"] == [
         {"key": store.key, "model": "small.gguf", "threads": 1, "extra_buffers": False, "cpu": None, "states": 2,
-         "bytes": 2 * 2**20}]
+         "bytes": 2 * 2**20, "prefill_block": "64/256"}]
     text = doctor(home, monkeypatch, "--no-probe").output
-    assert "2 states, 2 MiB (small.gguf, 1 thread, extra buffers off: 2 states)" in text
+    assert "2 states, 2 MiB (small.gguf, 1 thread, extra buffers off, blocks 64/256: 2 states)" in text
     monkeypatch.setenv("REAGENT_LLM_WARM_PREFIXES", "0")
     assert "warm          role prefixes start cold (llm.warm_prefixes is false)" in doctor(home, monkeypatch, "--no-probe").output
