@@ -46,10 +46,7 @@ def bare_call(llama, tokens: int) -> tuple[int, float]:
 
 def settings_table(name: str, config, runs: int) -> None:
     """Prompt and generation tokens/s per extra-buffers setting and prompt block, medians of fresh processes."""
-    import json
-    import subprocess
-
-    from reagent_local.runtime.load_probe import child_command
+    from reagent_local.runtime.load_probe import child_command, run_attempt
     from reagent_local.runtime.models import resolve_model
     from reagent_local.runtime.llm import physical_threads
 
@@ -60,9 +57,11 @@ def settings_table(name: str, config, runs: int) -> None:
     for _ in range(runs):
         for extra, block in cells:
             argv = [*child_command(path, extra, 0, threads, speed=True), "--speed-block", str(block)]
-            done = subprocess.run(argv, capture_output=True, text=True, check=True)
-            data = json.loads(done.stdout.strip().splitlines()[-1])
-            found[extra, block].append((data["prefill_tps"], data["decode_tps"]))
+            attempt = run_attempt(argv, extra)  # the load probe's own child and its reading of the rates
+            if attempt.outcome != "ok" or attempt.prefill_tps is None:
+                raise SystemExit(f"extra buffers {'on' if extra else 'off'}: the child {attempt.signal or attempt.outcome}"
+                                 f"\n{attempt.stderr_tail}")
+            found[extra, block].append((attempt.prefill_tps, attempt.decode_tps))
     print(f"{name}: {threads} threads, {runs} fresh processes a setting (tokens/s, median)")
     print(f"  {'extra buffers':14}{'block':>6}{'prompt':>9}{'generation':>12}")
     for (extra, block), rates in found.items():
