@@ -174,6 +174,42 @@ def repairs_cmd(folders: tuple[Path, ...], method: str, out: Path | None, as_jso
     click.echo(text, nl=False)
 
 
+@bench.command(name="targets")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--method", default="reagent-both", show_default=True, help="The method held to the targets.")
+@click.option("--baselines", default="rag,ircot", show_default=True, metavar="A,B",
+              help="The methods it must beat on each dataset (the better of them, by F1).")
+@click.option("--time", "time_folders", multiple=True, type=click.Path(path_type=Path), metavar="RUN",
+              help="Quiet runs of the method alone, for the time targets (repeatable, or joined by commas).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the report (Markdown, or JSON with --json) to this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@ALLOW_MIXED
+def targets_cmd(folders: tuple[Path, ...], method: str, baselines: str, time_folders: tuple[Path, ...],
+                out: Path | None, as_json: bool, allow_mixed: bool) -> None:
+    """Whether a run meets the targets of backtracking, trust, the baselines, calls and time.
+
+    FOLDERS are `bench run` folders (one per dataset, repeated or joined by commas) holding the
+    method and the baselines. Each target is met or missed, with its number and, for a
+    difference, the paired bootstrap interval (docs/benchmarks.md, "Targets").
+    """
+    import json
+
+    from ..bench.sides import split_folders
+    from ..bench.targets import read_targets
+    from ..bench.targets_view import markdown
+
+    names = [name.strip() for name in baselines.split(",") if name.strip()]
+    report = read_targets([part for value in folders for part in split_folders(value)], method=method,
+                          baselines=names, allow_mixed=allow_mixed,
+                          time_folders=[part for value in time_folders for part in split_folders(value)])
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n" if as_json else markdown(report)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    click.echo(text, nl=False)
+
+
 @bench.command(name="tables")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @ALLOW_MIXED
