@@ -86,7 +86,8 @@ def test_every_target_has_a_row() -> None:
     rows = check_targets([both("a", 1), both("b", 0, dataset="2wiki")],
                          {"rag": [{"method": "rag", "id": "a", "dataset": "hotpotqa", "em": 0, "f1": 0}]})
     assert [(r["target"], r["scope"]) for r in rows] == [
-        ("repairs", "pooled"), ("both - none", "pooled"), ("trust", "pooled"), ("over the baselines", "hotpotqa"),
+        ("repairs", "pooled"), ("both - none", "pooled"), ("both - none", "hotpotqa"), ("both - none", "2wiki"),
+        ("trust", "pooled"), ("over the baselines", "hotpotqa"),
         ("over the baselines", "2wiki"), ("median calls", "pooled"), ("calls where it fired", "pooled")]
 
 
