@@ -191,7 +191,7 @@ def targets_cmd(folders: tuple[Path, ...], method: str, baselines: str, time_fol
 
     FOLDERS are `bench run` folders (one per dataset, repeated or joined by commas) holding the
     method and the baselines. Each target is met or missed, with its number and, for a
-    difference, the paired bootstrap interval (docs/benchmarks.md, "Targets").
+    difference, the paired bootstrap interval (bench/targets.py defines each; docs/benchmarks.md, "Current results").
     """
     import json
 
