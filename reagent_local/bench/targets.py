@@ -29,8 +29,10 @@ from statistics import mean
 from typing import Any, Mapping, Sequence
 
 from .compare import em_without, record_backtracked
+from .compare_view import diff_text, score_text
+from .paired import paired_stats
 from .selective import trust_summary
-from .stats import bootstrap_interval, median, p90
+from .stats import median, p90
 
 Record = dict[str, Any]
 
@@ -45,19 +47,6 @@ MEDIAN_SECONDS, P90_SECONDS = 15.0, 40.0
 
 def _row(target: str, scope: str, value: str, need: str, met: bool | None, detail: str = "") -> Record:
     return {"target": target, "scope": scope, "value": value, "need": need, "met": met, "detail": detail}
-
-
-def _interval(differences: Sequence[float]) -> tuple[float, float] | None:
-    return bootstrap_interval(differences)
-
-
-def _signed(value: float) -> str:
-    """'+.031', '-.025': a difference as the tables write it."""
-    return f"{value:+.3f}".replace("0.", ".", 1)
-
-
-def _diff_text(value: float, bounds: tuple[float, float] | None) -> str:
-    return f"{_signed(value)} [{_signed(bounds[0])}, {_signed(bounds[1])}]" if bounds else _signed(value)
 
 
 def by_dataset(records: Sequence[Record]) -> dict[str, list[Record]]:
@@ -88,19 +77,18 @@ def repairs_row(records: Sequence[Record], scope: str) -> Record:
 
 
 def without_row(records: Sequence[Record], scope: str) -> Record:
+    need = f"F1 >= +{BOTH_MINUS_NONE:.2f}, interval above 0"
     known = [r for r in records if r.get("f1_without_backtracking") is not None]
     if not known:
-        return _row("both - none", scope, "-", f"F1 >= +{BOTH_MINUS_NONE:.2f}, interval above 0", None,
-                    "the records carry no answer without backtracking")
-    diffs = [float(r["f1"]) - float(r["f1_without_backtracking"]) for r in known]
-    value, bounds = mean(diffs), _interval(diffs)
-    met = value >= BOTH_MINUS_NONE and bounds is not None and bounds[0] > 0
-    def scores(em: str, f1: str) -> str:
-        return f"{mean(float(r[em] or 0) for r in known):.3f} / {mean(float(r[f1]) for r in known):.3f}".replace("0.", ".")
-
-    return _row("both - none", scope, _diff_text(value, bounds), f"F1 >= +{BOTH_MINUS_NONE:.2f}, interval above 0",
-                met, f"{len(known)} questions; EM / F1 {scores('em', 'f1')} with, "
-                     f"{scores('em_without_backtracking', 'f1_without_backtracking')} without")
+        return _row("both - none", scope, "-", need, None, "the records carry no answer without backtracking")
+    # each record paired with its own answer without backtracking, as `bench compare` pairs two methods
+    s = paired_stats([(r, {"id": r["id"], "f1": r["f1_without_backtracking"], "em": r["em_without_backtracking"] or 0})
+                      for r in known])
+    bounds = s["f1_interval"]
+    met = s["f1_diff"] >= BOTH_MINUS_NONE and bounds is not None and bounds[0] > 0
+    detail = (f"{len(known)} questions; EM / F1 {score_text(s['em_a'])} / {score_text(s['f1_a'])} with, "
+              f"{score_text(s['em_b'])} / {score_text(s['f1_b'])} without")
+    return _row("both - none", scope, diff_text(s["f1_diff"], bounds), need, met, detail)
 
 
 def trust_row(records: Sequence[Record], scope: str) -> Record:
@@ -124,13 +112,13 @@ def baseline_row(mine: Sequence[Record], baselines: Mapping[str, Sequence[Record
     need = f"F1 >= +{OVER_BASELINE:.2f} over the better baseline"
     if not ids or not baselines:
         return _row("over the baselines", scope, "-", need, None, "no question answered by every method")
-    f1 = {name: {r["id"]: float(r["f1"]) for r in records if r["id"] in ids} for name, records in baselines.items()}
-    better = max(f1, key=lambda name: mean(f1[name].values()))
-    diffs = [float(r["f1"]) - f1[better][r["id"]] for r in mine if r["id"] in ids]
-    value, bounds = mean(diffs), _interval(diffs)
-    others = ", ".join(f"{name} {mean(scores.values()):.3f}".replace(" 0.", " .") for name, scores in f1.items())
-    return _row("over the baselines", scope, _diff_text(value, bounds) + f" against {better}", need,
-                value >= OVER_BASELINE, f"{len(diffs)} questions; F1 {others}")
+    theirs = {name: {r["id"]: r for r in records if r["id"] in ids} for name, records in baselines.items()}
+    f1 = {name: mean(float(r["f1"]) for r in found.values()) for name, found in theirs.items()}
+    better = max(f1, key=f1.__getitem__)
+    s = paired_stats([(r, theirs[better][r["id"]]) for r in mine if r["id"] in ids])
+    others = ", ".join(f"{name} {score_text(value)}" for name, value in f1.items())
+    return _row("over the baselines", scope, diff_text(s["f1_diff"], s["f1_interval"]) + f" against {better}", need,
+                s["f1_diff"] >= OVER_BASELINE, f"{s['questions']} questions; F1 {others}")
 
 
 def none_calls(record: Record) -> int:
@@ -152,10 +140,9 @@ def cost_rows(records: Sequence[Record], scope: str) -> list[Record]:
     if not fired or not base:
         rows.append(_row("calls where it fired", scope, "-", f"<= {CALLS_RATIO}x none's", None, "it never fired"))
         return rows
-    ratio = sum(int(r.get("llm_calls") or 0) for r in fired) / base
-    rows.append(_row("calls where it fired", scope, f"{ratio:.2f}x none's", f"<= {CALLS_RATIO}x none's",
-                     ratio <= CALLS_RATIO, f"{len(fired)} questions: {sum(int(r.get('llm_calls') or 0) for r in fired)} "
-                                           f"calls against {base}"))
+    made = sum(int(r.get("llm_calls") or 0) for r in fired)
+    rows.append(_row("calls where it fired", scope, f"{made / base:.2f}x none's", f"<= {CALLS_RATIO}x none's",
+                     made / base <= CALLS_RATIO, f"{len(fired)} questions: {made} calls against {base}"))
     return rows
 
 
@@ -177,11 +164,12 @@ def check_targets(mine: Sequence[Record], baselines: Mapping[str, Sequence[Recor
     rows = [repairs_row(mine, "pooled"), without_row(mine, "pooled")]
     sets = by_dataset(mine)
     if len(sets) > 1:  # each set's share of the pooled difference, for reading (the target is pooled)
-        rows += [{**without_row(group, dataset), "need": "(pooled target)", "met": None} for dataset, group in sets.items()]
+        rows += [{**without_row(group, dataset), "need": "(pooled target)", "met": None}
+                 for dataset, group in sets.items()]
     rows.append(trust_row(mine, "pooled"))
     theirs = {name: by_dataset(records) for name, records in baselines.items()}
     for dataset, group in sets.items():
-        rows.append(baseline_row(group, {name: sets.get(dataset, []) for name, sets in theirs.items()}, dataset))
+        rows.append(baseline_row(group, {name: by_set.get(dataset, []) for name, by_set in theirs.items()}, dataset))
     rows += cost_rows(mine, "pooled")
     return rows + time_rows(timed)
 
